@@ -1,0 +1,192 @@
+/* common.c: error strings, the log, and allocation and string helpers. */
+#include "kg_common.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+const char *kg_err2str(int err) {
+  switch (err) {
+  case KG_OK: return "success";
+  case KG_EINVAL: return "invalid input";
+  case KG_EIO: return "file system error";
+  case KG_EKAFKA: return "Kafka error";
+  case KG_ELUA: return "script error";
+  case KG_ESTATE: return "state store error";
+  case KG_ELOCKED: return "job is locked";
+  case KG_ENOMEM: return "out of memory";
+  case KG_ENOTFOUND: return "not found";
+  default: return "unknown error";
+  }
+}
+
+static pthread_mutex_t log_mutex = PTHREAD_MUTEX_INITIALIZER;
+static kg_log_level_t log_level = KG_LOG_INFO;
+static FILE *log_file;
+
+void kg_log_set_level(kg_log_level_t level) { log_level = level; }
+
+int kg_log_set_file(const char *path) {
+  pthread_mutex_lock(&log_mutex);
+  if (log_file) fclose(log_file);
+  log_file = NULL;
+  if (path) log_file = fopen(path, "a");
+  pthread_mutex_unlock(&log_mutex);
+  return (path && !log_file) ? KG_EIO : KG_OK;
+}
+
+void kg_log(kg_log_level_t level, const char *fmt, ...) {
+  static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
+  if (level < log_level) return;
+  char line[8192];
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  localtime_r(&ts.tv_sec, &tm);
+  int n = (int)strftime(line, sizeof line, "%Y-%m-%d %H:%M:%S", &tm);
+  n += snprintf(line + n, sizeof line - (size_t)n, ".%03ld %s ", ts.tv_nsec / 1000000, names[level]);
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0) m = 0;
+  n += m;
+  if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  line[n] = '\0';
+  pthread_mutex_lock(&log_mutex);
+  fwrite(line, 1, (size_t)n, stderr);
+  fflush(stderr);
+  if (log_file) {
+    fwrite(line, 1, (size_t)n, log_file);
+    fflush(log_file);
+  }
+  pthread_mutex_unlock(&log_mutex);
+}
+
+int kg_fail(char *errbuf, int err, const char *fmt, ...) {
+  if (errbuf) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, KG_ERRLEN, fmt, ap);
+    va_end(ap);
+  }
+  return err;
+}
+
+int64_t kg_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t kg_mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void oom(void) {
+  fputs("kingest: out of memory\n", stderr);
+  abort();
+}
+
+void *kg_xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) oom();
+  return p;
+}
+
+void *kg_xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) oom();
+  return p;
+}
+
+void *kg_xrealloc(void *p, size_t n) {
+  p = realloc(p, n ? n : 1);
+  if (!p) oom();
+  return p;
+}
+
+char *kg_xstrdup(const char *s) { return kg_xstrndup(s, strlen(s)); }
+
+char *kg_xstrndup(const char *s, size_t n) {
+  char *p = kg_xmalloc(n + 1);
+  memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+char *kg_xasprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0) oom();
+  return s;
+}
+
+void kg_buf_append(kg_buf_t *buf, const void *p, size_t n) {
+  if (buf->len + n + 1 > buf->cap) {
+    size_t cap = buf->cap ? buf->cap : 64;
+    while (cap < buf->len + n + 1) cap *= 2;
+    buf->data = kg_xrealloc(buf->data, cap);
+    buf->cap = cap;
+  }
+  if (n) memcpy(buf->data + buf->len, p, n);
+  buf->len += n;
+  buf->data[buf->len] = '\0';
+}
+
+void kg_buf_appendf(kg_buf_t *buf, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0) oom();
+  kg_buf_append(buf, s, (size_t)n);
+  free(s);
+}
+
+void kg_buf_free(kg_buf_t *buf) {
+  free(buf->data);
+  buf->data = NULL;
+  buf->len = buf->cap = 0;
+}
+
+char *kg_strtrim(char *s) {
+  while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n' || *s == '\f') s++;
+  size_t n = strlen(s);
+  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n' || s[n - 1] == '\f'))
+    s[--n] = '\0';
+  return s;
+}
+
+bool kg_parse_int64(const char *s, int64_t *out) {
+  if (!s || !*s) return false;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+bool kg_parse_bool(const char *s, bool *out) {
+  if (!strcasecmp(s, "true") || !strcmp(s, "1") || !strcasecmp(s, "yes")) {
+    *out = true;
+    return true;
+  }
+  if (!strcasecmp(s, "false") || !strcmp(s, "0") || !strcasecmp(s, "no")) {
+    *out = false;
+    return true;
+  }
+  return false;
+}

@@ -1,0 +1,373 @@
+/* config.c: the property registry, and turning a job's properties into a validated kg_config_t. */
+#include "config.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static const kg_property_doc_t property_docs[] = {
+  {"job.name", NULL, "Name of the job: names its state, lock, metrics and task ids. Default: the job file's name.", 0},
+  {"job.group", NULL, "Group of the job (informational).", 0},
+  {"job.description", NULL, "Description of the job (informational).", 0},
+  {"job.lock.enabled", "true", "Refuse to start while another run of the same job holds the lock.", 0},
+  {"job.lock.dir", "<work dir>/locks", "Folder of the job lock files.", 0},
+  {"kafka.brokers", NULL, "Comma-separated host:port list of Kafka brokers. Required.", 0},
+  {"topic.whitelist", ".*", "Comma-separated regexes (whole-name match) of the topics to pull.", 0},
+  {"topic.blacklist", "", "Comma-separated regexes of topics never to pull; wins over the whitelist.", 0},
+  {"bootstrap.with.offset", "latest", "Where a partition with no stored offset starts: earliest, latest, skip.", 0},
+  {"reset.on.offset.out.of.range", "nearest",
+   "What to do when the stored offset is outside the broker's range: earliest, latest, nearest, skip.", 0},
+  {"topics.move.to.latest.offset", "", "Comma-separated topic names (or all) that always start at the latest offset.", 0},
+  {"source.class", "gobblin.source.extractor.extract.kafka.KafkaSimpleSource",
+   "KafkaSimpleSource (the record's payload as bytes).", 0},
+  {"extract.namespace", "", "Namespace of the extract; used by writer.file.path.type=namespace_table and default.", 0},
+  {"writer.builder.class", "gobblin.writer.SimpleDataWriterBuilder", "SimpleDataWriterBuilder.", 0},
+  {"writer.destination.type", "HDFS", "HDFS or LOCAL; standalone runs write to the local file system.", 0},
+  {"writer.output.format", "txt", "Output file extension for the simple writer (txt, json, csv).", 0},
+  {"writer.file.path.type", "default", "Output sub-path: tablename, namespace_table or default.", 0},
+  {"writer.fs.uri", "file:///", "File system of the writer; file:/// in standalone mode.", 0},
+  {"simple.writer.delimiter", "\\n", "Bytes written after each record; empty for none.", 0},
+  {"simple.writer.prepend.size", "false", "Write each record's length as 8 big-endian bytes before it.", 0},
+  {"data.publisher.type", "gobblin.publisher.BaseDataPublisher", "BaseDataPublisher.", 0},
+  {"data.publisher.final.dir", "<work dir>/job-output", "Where published files go.", 0},
+  {"task.data.root.dir", "<work dir>/task-data", "Root of task staging and task output.", 0},
+  {"state.store.dir", "<work dir>/state-store", "Folder of the job's state database.", 0},
+  {"state.store.fs.uri", "file:///", "File system of the state store; file:/// in standalone mode.", 0},
+  {"fs.uri", "file:///", "Default file system; file:/// in standalone mode.", 0},
+  {"mr.job.max.mappers", "100", "Number of tasks the work units are packed into.", 0},
+  {"taskexecutor.threadpool.size", "<cores>", "Tasks run at once in standalone mode.", 0},
+  {"metrics.enabled", "true", "Collect metrics.", 0},
+  {"metrics.reporting.file.enabled", "false", "Write a metrics file for each run.", 0},
+  {"metrics.log.dir", "<work dir>/metrics", "Folder of the metrics files.", 0},
+  {"metrics.reporting.file.suffix", "", "Extension of the metrics file.", 0},
+  {"metrics.report.interval", "30000", "Milliseconds between metrics reports during a run.", 0},
+  {"kafka.metadata.timeout.ms", "15000", "Longest wait for the brokers to answer a metadata or offset query.", 0},
+  {"kafka.fetch.timeout.ms", "30000", "Longest wait for the next record of a partition's range.", 0},
+  {"kafka.fetch.batch.size", "1000", "Records handed to the script per call.", 0},
+  {"kafka.consumer.*", NULL, "Passed to librdkafka as the property after the prefix (e.g. kafka.consumer.security.protocol).", 0},
+  {"decode.error.policy", "skip", "A record whose decodeRecord fails: skip (counted), fail, or quarantine.", 0},
+  {"task.skip.error.records", "-1", "How many undecodable records a task may skip; -1 unlimited.", 0},
+  {"task.maxretries", "0", "Retries of a failed task (accepted; not used).", 0},
+  {"mr.job.root.dir", NULL, "Working folder of MapReduce runs.", 1},
+  {"mr.job.lock.dir", NULL, "Lock folder of MapReduce runs.", 1},
+  {"mr.include.task.counters", NULL, "MapReduce counters per task.", 1},
+  {"mr.job.max.mappers.per.node", NULL, "MapReduce mapper spread.", 1},
+  {"mapreduce.job.queuename", NULL, "MapReduce queue.", 1},
+  {"mapreduce.map.memory.mb", NULL, "MapReduce mapper memory.", 1},
+  {"mapreduce.map.java.opts", NULL, "MapReduce mapper JVM options.", 1},
+  {"mapred.job.queue.name", NULL, "MapReduce queue.", 1},
+  {"launcher.type", "LOCAL", "LOCAL (standalone) or MAPREDUCE.", 0},
+};
+
+const kg_property_doc_t *kg_config_property_docs(size_t *count) {
+  *count = sizeof property_docs / sizeof property_docs[0];
+  return property_docs;
+}
+
+static const kg_property_doc_t *doc_for(const char *name) {
+  size_t n;
+  const kg_property_doc_t *docs = kg_config_property_docs(&n);
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(docs[i].name);
+    if (len > 2 && !strcmp(docs[i].name + len - 2, ".*")) {
+      if (!strncmp(name, docs[i].name, len - 1)) return &docs[i];
+    } else if (!strcmp(name, docs[i].name)) {
+      return &docs[i];
+    }
+  }
+  return NULL;
+}
+
+/* Properties every Gobblin job carries that kingest reads no further: accepted without a warning. */
+static bool is_quietly_accepted(const char *name) {
+  static const char *prefixes[] = {"gobblin.", "metrics.", "source.", "writer.", "data.publisher.",
+                                    "extract.", "job.", "task.", "kafka.", "qualitychecker.", "converter.",
+                                    "fork.", "state.store.", "workunit.", "mr.", "mapreduce.", "mapred.", NULL};
+  for (int i = 0; prefixes[i]; i++)
+    if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return true;
+  return false;
+}
+
+static bool is_mapreduce_only(const char *name) {
+  const kg_property_doc_t *d = doc_for(name);
+  if (d) return d->mode == 1;
+  return !strncmp(name, "mapreduce.", 10) || !strncmp(name, "mapred.", 7) ||
+         (!strncmp(name, "mr.", 3) && strcmp(name, "mr.job.max.mappers"));
+}
+
+int kg_config_parse_enum(const char *property, const char *origin, const char *value, const char *const *allowed,
+                         char *errbuf) {
+  for (int i = 0; allowed[i]; i++)
+    if (!strcasecmp(value, allowed[i])) return i;
+  char list[256] = "";
+  for (int i = 0; allowed[i]; i++) {
+    strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+    strncat(list, allowed[i], sizeof list - strlen(list) - 1);
+  }
+  kg_fail(errbuf, KG_EINVAL, "%s%sinvalid value '%s' for property %s: allowed values are %s", origin ? origin : "",
+          origin ? ": " : "", value, property, list);
+  return -1;
+}
+
+void kg_config_destroy(kg_config_t *c) {
+  if (!c) return;
+  kg_props_destroy(c->props);
+  char **strings[] = {&c->job_file, &c->job_name, &c->job_group, &c->job_description, &c->brokers,
+                      &c->topic_whitelist, &c->topic_blacklist, &c->move_to_latest, &c->work_dir,
+                      &c->state_store_dir, &c->task_data_root, &c->final_dir, &c->lock_dir,
+                      &c->extract_namespace, &c->output_format, &c->delimiter, &c->metrics_dir,
+                      &c->metrics_suffix, &c->source};
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
+  free(c);
+}
+
+/* Reads an optional string property, with a default (may be NULL). Returns a new string or NULL. */
+static char *str_prop(const kg_props_t *p, const char *key, const char *def) {
+  const char *v = kg_props_get(p, key);
+  if (v) return kg_xstrdup(v);
+  return def ? kg_xstrdup(def) : NULL;
+}
+
+static const char *origin_of(const kg_props_t *p, const char *key) {
+  const char *o = kg_props_origin(p, key);
+  return o ? o : "job";
+}
+
+static int int_prop(const kg_props_t *p, const char *key, int64_t def, int64_t min, int64_t max, int64_t *out,
+                    char *errbuf) {
+  const char *v = kg_props_get(p, key);
+  if (!v) {
+    *out = def;
+    return KG_OK;
+  }
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "%s", v);
+  int64_t n;
+  if (!kg_parse_int64(kg_strtrim(tmp), &n) || n < min || n > max)
+    return kg_fail(errbuf, KG_EINVAL, "%s: invalid value '%s' for property %s: expected a whole number from %lld to %lld",
+                   origin_of(p, key), v, key, (long long)min, (long long)max);
+  *out = n;
+  return KG_OK;
+}
+
+static int bool_prop(const kg_props_t *p, const char *key, bool def, bool *out, char *errbuf) {
+  const char *v = kg_props_get(p, key);
+  if (!v) {
+    *out = def;
+    return KG_OK;
+  }
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "%s", v);
+  if (!kg_parse_bool(kg_strtrim(tmp), out))
+    return kg_fail(errbuf, KG_EINVAL, "%s: invalid value '%s' for property %s: allowed values are true, false",
+                   origin_of(p, key), v, key);
+  return KG_OK;
+}
+
+static int enum_prop(const kg_props_t *p, const char *key, int def, const char *const *allowed, int *out,
+                     char *errbuf) {
+  const char *v = kg_props_get(p, key);
+  if (!v) {
+    *out = def;
+    return KG_OK;
+  }
+  char tmp[256];
+  snprintf(tmp, sizeof tmp, "%s", v);
+  int i = kg_config_parse_enum(key, origin_of(p, key), kg_strtrim(tmp), allowed, errbuf);
+  if (i < 0) return KG_EINVAL;
+  *out = i;
+  return KG_OK;
+}
+
+/* Makes PATH absolute against the current directory; returns a new string. */
+static char *absolute(const char *path) {
+  if (path[0] == '/') return kg_xstrdup(path);
+  if (!strncmp(path, "file://", 7)) return absolute(path + 7);
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return kg_xstrdup(path);
+  return kg_xasprintf("%s/%s", cwd, path);
+}
+
+/* A path property: absolute, defaulting to <work dir>/SUB. A file:// prefix is accepted. */
+static char *path_prop(const kg_config_t *c, const char *key, const char *sub) {
+  const char *v = kg_props_get(c->props, key);
+  if (v && *v) return absolute(v);
+  return kg_xasprintf("%s/%s", c->work_dir, sub);
+}
+
+/* The class name's last dotted component, so that gobblin.x.Foo and org.apache.gobblin.x.Foo both match. */
+static const char *simple_name(const char *cls) {
+  const char *dot = strrchr(cls, '.');
+  return dot ? dot + 1 : cls;
+}
+
+static int check_class(const kg_props_t *p, const char *key, const char *const *accepted, char *errbuf) {
+  const char *v = kg_props_get(p, key);
+  if (!v) return KG_OK;
+  char tmp[512];
+  snprintf(tmp, sizeof tmp, "%s", v);
+  const char *name = simple_name(kg_strtrim(tmp));
+  for (int i = 0; accepted[i]; i++)
+    if (!strcmp(name, accepted[i])) return KG_OK;
+  char list[256] = "";
+  for (int i = 0; accepted[i]; i++) {
+    strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+    strncat(list, accepted[i], sizeof list - strlen(list) - 1);
+  }
+  return kg_fail(errbuf, KG_EINVAL, "%s: unknown class '%s' for property %s: kingest provides %s", origin_of(p, key),
+                 v, key, list);
+}
+
+/* A file system URI must be the local one in standalone mode. */
+static int check_local_fs(const kg_props_t *p, const char *key, char *errbuf) {
+  const char *v = kg_props_get(p, key);
+  if (!v || !*v || !strncmp(v, "file:", 5)) return KG_OK;
+  return kg_fail(errbuf, KG_EINVAL,
+                 "%s: property %s=%s: standalone runs write to the local file system (file:///); "
+                 "HDFS is used by the MapReduce launcher",
+                 origin_of(p, key), key, v);
+}
+
+/* Decodes the delimiter: the properties reader has already unescaped \n and \t; a Lua string is as is. */
+static void set_delimiter(kg_config_t *c) {
+  const char *v = kg_props_get(c->props, "simple.writer.delimiter");
+  if (!v) v = "\n";
+  c->delimiter = kg_xstrdup(v);
+  c->delimiter_len = strlen(v);
+}
+
+int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, const char *work_dir,
+                  kg_config_t **out, char *errbuf) {
+  kg_config_t *c = kg_xcalloc(1, sizeof *c);
+  c->props = props;
+  c->job_file = kg_xstrdup(job_file);
+  c->job_is_lua = job_is_lua;
+  int rc = KG_OK;
+  int64_t n;
+  int e;
+
+  /* Job identity. */
+  const char *name = kg_props_get(props, "job.name");
+  if (name && *name) {
+    c->job_name = kg_xstrdup(name);
+  } else {
+    const char *base = strrchr(job_file, '/');
+    base = base ? base + 1 : job_file;
+    const char *dot = strrchr(base, '.');
+    c->job_name = dot && dot != base ? kg_xstrndup(base, (size_t)(dot - base)) : kg_xstrdup(base);
+  }
+  for (const char *s = c->job_name; *s; s++)
+    if (*s == '/' || *s == '\\' || (unsigned char)*s < 32) {
+      rc = kg_fail(errbuf, KG_EINVAL, "%s: invalid job.name '%s': it names files, so it may not contain '/'",
+                   origin_of(props, "job.name"), c->job_name);
+      goto done;
+    }
+  c->job_group = str_prop(props, "job.group", "");
+  c->job_description = str_prop(props, "job.description", "");
+
+  /* The work dir roots every default path. */
+  const char *wd = work_dir && *work_dir ? work_dir : getenv("GOBBLIN_WORK_DIR");
+  if (!wd || !*wd) {
+    rc = kg_fail(errbuf, KG_EINVAL, "no work dir: set GOBBLIN_WORK_DIR or pass --work-dir");
+    goto done;
+  }
+  c->work_dir = absolute(wd);
+
+  /* Kafka. */
+  const char *brokers = kg_props_get(props, "kafka.brokers");
+  if (!brokers || !*brokers) {
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: missing required property kafka.brokers (comma-separated host:port list)",
+                 job_file);
+    goto done;
+  }
+  c->brokers = kg_xstrdup(brokers);
+  c->topic_whitelist = str_prop(props, "topic.whitelist", "");
+  c->topic_blacklist = str_prop(props, "topic.blacklist", "");
+  c->move_to_latest = str_prop(props, "topics.move.to.latest.offset", "");
+  static const char *const bootstrap_values[] = {"earliest", "latest", "skip", NULL};
+  static const char *const reset_values[] = {"earliest", "latest", "nearest", "skip", NULL};
+  if ((rc = enum_prop(props, "bootstrap.with.offset", KG_BOOTSTRAP_LATEST, bootstrap_values, &e, errbuf))) goto done;
+  c->bootstrap = (kg_bootstrap_t)e;
+  if ((rc = enum_prop(props, "reset.on.offset.out.of.range", KG_RESET_NEAREST, reset_values, &e, errbuf))) goto done;
+  c->reset = (kg_reset_t)e;
+  if ((rc = int_prop(props, "kafka.metadata.timeout.ms", 15000, 100, 3600000, &c->metadata_timeout_ms, errbuf))) goto done;
+  if ((rc = int_prop(props, "kafka.fetch.timeout.ms", 30000, 100, 3600000, &c->fetch_timeout_ms, errbuf))) goto done;
+  if ((rc = int_prop(props, "kafka.fetch.batch.size", 1000, 1, 1000000, &n, errbuf))) goto done;
+  c->batch_size = (int)n;
+
+  /* Source, writer, publisher classes. */
+  static const char *const sources[] = {"KafkaSimpleSource", NULL};
+  static const char *const writers[] = {"SimpleDataWriterBuilder", NULL};
+  static const char *const publishers[] = {"BaseDataPublisher", NULL};
+  if ((rc = check_class(props, "source.class", sources, errbuf))) goto done;
+  if ((rc = check_class(props, "writer.builder.class", writers, errbuf))) goto done;
+  if ((rc = check_class(props, "data.publisher.type", publishers, errbuf))) goto done;
+  c->source = kg_xstrdup("kafka_simple");
+
+  static const char *const launchers[] = {"LOCAL", NULL};
+  if ((rc = enum_prop(props, "launcher.type", 0, launchers, &e, errbuf))) goto done;
+  static const char *const destinations[] = {"HDFS", "LOCAL", NULL};
+  if ((rc = enum_prop(props, "writer.destination.type", 0, destinations, &e, errbuf))) goto done;
+  if ((rc = check_local_fs(props, "writer.fs.uri", errbuf))) goto done;
+  if ((rc = check_local_fs(props, "fs.uri", errbuf))) goto done;
+  if ((rc = check_local_fs(props, "state.store.fs.uri", errbuf))) goto done;
+
+  static const char *const formats[] = {"txt", "json", "csv", NULL};
+  if ((rc = enum_prop(props, "writer.output.format", 0, formats, &e, errbuf))) goto done;
+  c->output_format = kg_xstrdup(formats[e]);
+  static const char *const path_types[] = {"tablename", "namespace_table", "default", NULL};
+  if ((rc = enum_prop(props, "writer.file.path.type", KG_PATH_DEFAULT, path_types, &e, errbuf))) goto done;
+  c->path_type = (kg_path_type_t)e;
+  c->extract_namespace = str_prop(props, "extract.namespace", "");
+  set_delimiter(c);
+  if ((rc = bool_prop(props, "simple.writer.prepend.size", false, &c->prepend_size, errbuf))) goto done;
+
+  static const char *const policies[] = {"skip", "fail", "quarantine", NULL};
+  if ((rc = enum_prop(props, "decode.error.policy", KG_ERRORS_SKIP, policies, &e, errbuf))) goto done;
+  c->decode_errors = (kg_error_policy_t)e;
+  if ((rc = int_prop(props, "task.skip.error.records", -1, -1, INT64_MAX, &c->skip_error_limit, errbuf))) goto done;
+
+  /* Tasks. */
+  if ((rc = int_prop(props, "mr.job.max.mappers", 100, 1, 100000, &n, errbuf))) goto done;
+  c->max_mappers = (int)n;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if ((rc = int_prop(props, "taskexecutor.threadpool.size", cores > 0 ? cores : 2, 1, 1024, &n, errbuf))) goto done;
+  c->threadpool_size = (int)n;
+
+  /* Locations. */
+  c->state_store_dir = path_prop(c, "state.store.dir", "state-store");
+  c->task_data_root = path_prop(c, "task.data.root.dir", "task-data");
+  c->final_dir = path_prop(c, "data.publisher.final.dir", "job-output");
+  c->lock_dir = path_prop(c, "job.lock.dir", "locks");
+  if ((rc = bool_prop(props, "job.lock.enabled", true, &c->lock_enabled, errbuf))) goto done;
+
+  /* Metrics. */
+  if ((rc = bool_prop(props, "metrics.reporting.file.enabled", false, &c->metrics_enabled, errbuf))) goto done;
+  c->metrics_dir = path_prop(c, "metrics.log.dir", "metrics");
+  c->metrics_suffix = str_prop(props, "metrics.reporting.file.suffix", "");
+  if ((rc = int_prop(props, "metrics.report.interval", 30000, 100, INT64_MAX, &c->metrics_interval_ms, errbuf))) goto done;
+
+  /* Tell the user about what is ignored. */
+  kg_buf_t mr = {0};
+  for (size_t i = 0; i < kg_props_count(props); i++) {
+    const char *key = kg_props_key_at(props, i);
+    if (is_mapreduce_only(key)) {
+      kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
+    } else if (!doc_for(key) && !is_quietly_accepted(key)) {
+      KG_WARN("%s: unknown property %s (ignored)", origin_of(props, key), key);
+    }
+  }
+  if (mr.len) KG_INFO("Ignoring properties that only apply in MapReduce mode: %s", mr.data);
+  kg_buf_free(&mr);
+
+done:
+  if (rc) {
+    kg_config_destroy(c);
+    c = NULL;
+  }
+  *out = c;
+  return rc;
+}

@@ -1,0 +1,79 @@
+/* config.h: the job's typed configuration, read from its properties and validated once, up front. */
+#ifndef KG_CONFIG_H
+#define KG_CONFIG_H
+
+#include "props.h"
+
+typedef enum { KG_BOOTSTRAP_EARLIEST = 0, KG_BOOTSTRAP_LATEST, KG_BOOTSTRAP_SKIP } kg_bootstrap_t;
+typedef enum { KG_RESET_EARLIEST = 0, KG_RESET_LATEST, KG_RESET_NEAREST, KG_RESET_SKIP } kg_reset_t;
+typedef enum { KG_PATH_TABLENAME = 0, KG_PATH_NAMESPACE_TABLE, KG_PATH_DEFAULT } kg_path_type_t;
+typedef enum { KG_ERRORS_SKIP = 0, KG_ERRORS_FAIL, KG_ERRORS_QUARANTINE } kg_error_policy_t;
+
+/* Every field is owned by the config (freed by kg_config_destroy). Paths are absolute. */
+typedef struct {
+  kg_props_t *props;       /* all properties as given, owned */
+  char *job_file;          /* the job file's path as given */
+  bool job_is_lua;         /* job.lua (true) or a .pull/.properties file */
+  char *job_name;
+  char *job_group;
+  char *job_description;
+  char *brokers;           /* kafka.brokers */
+  char *topic_whitelist;   /* comma-separated regexes, "" = all */
+  char *topic_blacklist;
+  char *move_to_latest;    /* topics.move.to.latest.offset: comma-separated names or "all" */
+  kg_bootstrap_t bootstrap;
+  kg_reset_t reset;
+  char *work_dir;          /* GOBBLIN_WORK_DIR or --work-dir */
+  char *state_store_dir;   /* state.store.dir */
+  char *task_data_root;    /* task.data.root.dir */
+  char *final_dir;         /* data.publisher.final.dir */
+  char *lock_dir;          /* job.lock.dir */
+  char *extract_namespace; /* extract.namespace */
+  kg_path_type_t path_type;
+  char *output_format;     /* writer.output.format, lower case; the file extension */
+  char *delimiter;         /* simple.writer.delimiter bytes (may be empty) */
+  size_t delimiter_len;
+  bool prepend_size;       /* simple.writer.prepend.size */
+  int max_mappers;         /* mr.job.max.mappers */
+  int threadpool_size;     /* taskexecutor.threadpool.size */
+  bool lock_enabled;       /* job.lock.enabled */
+  bool metrics_enabled;    /* metrics.reporting.file.enabled */
+  char *metrics_dir;       /* metrics.log.dir */
+  char *metrics_suffix;    /* metrics.reporting.file.suffix, "" for none */
+  int64_t metrics_interval_ms;
+  int64_t metadata_timeout_ms; /* kafka.metadata.timeout.ms: broker discovery and offset queries */
+  int64_t fetch_timeout_ms;    /* kafka.fetch.timeout.ms: longest wait for the next record of a range */
+  int batch_size;              /* kafka.fetch.batch.size: records handed to Lua per call */
+  char *source;                /* "kafka_simple" or "lua" (decodeRecord from the job file) */
+  kg_error_policy_t decode_errors; /* decode.error.policy */
+  int64_t skip_error_limit;        /* task.skip.error.records, -1 unlimited */
+} kg_config_t;
+
+/* Builds a config from PROPS (takes ownership of PROPS, even on failure). JOB_FILE is the job file's path;
+ * WORK_DIR (may be NULL) overrides GOBBLIN_WORK_DIR. Logs one INFO line for MapReduce-only properties and a
+ * WARN for each unknown one. Returns KG_OK or KG_EINVAL with a message naming the property, its origin and
+ * the allowed values. */
+int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, const char *work_dir,
+                  kg_config_t **out, char *errbuf);
+void kg_config_destroy(kg_config_t *config);
+
+/* Loads a job file: a .lua script returning a table, or Gobblin properties (.pull, .properties, .job,
+ * .conf). Returns a new property map in *OUT, or an error naming the file (and line for syntax errors). */
+int kg_jobfile_load(const char *path, kg_props_t **out, bool *is_lua, char *errbuf);
+
+/* A documented property: the registry behind validation, unknown-key warnings and `kingest properties`. */
+typedef struct {
+  const char *name;
+  const char *default_value; /* NULL: no default */
+  const char *doc;
+  int mode;                  /* 0 both modes, 1 MapReduce only (ignored standalone) */
+} kg_property_doc_t;
+
+const kg_property_doc_t *kg_config_property_docs(size_t *count);
+
+/* Parses a value among ALLOWED (a NULL-terminated list, matched case-insensitively). Returns its index,
+ * or -1 and an error naming PROPERTY, ORIGIN, the value and the allowed values. */
+int kg_config_parse_enum(const char *property, const char *origin, const char *value, const char *const *allowed,
+                         char *errbuf);
+
+#endif

@@ -1,0 +1,417 @@
+/* job.c: the job run: lock, plan, run tasks on a thread pool, commit, report. */
+#include "job.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs.h"
+#include "kafka.h"
+#include "lock.h"
+#include "lua_bridge.h"
+#include "metrics.h"
+#include "packer.h"
+#include "state.h"
+#include "task.h"
+
+typedef struct {
+  const kg_config_t *config;
+  char *job_id;
+  int64_t start_ms;
+  char *job_dir;
+  char extract_id[32];
+  kg_workunit_t *units;
+  size_t nunits;
+  kg_task_t *tasks;
+  size_t ntasks;
+  kg_metrics_t metrics;   /* the job's own counters, and the tasks' merged at the end */
+  kg_buf_t events;        /* JSON lines for the metrics file */
+} kg_job_t;
+
+static void event(kg_job_t *job, const char *name, const char *metadata_json) {
+  kg_buf_appendf(&job->events, "{\"type\":\"event\",\"name\":\"%s\",\"time\":%lld,\"job\":", name,
+                 (long long)kg_now_ms());
+  kg_json_string(&job->events, job->job_id);
+  kg_buf_appendf(&job->events, ",\"metadata\":%s}\n", metadata_json ? metadata_json : "{}");
+}
+
+int kg_job_recover(kg_state_t *state, char *errbuf) {
+  char *job_id = NULL;
+  kg_move_t *moves = NULL;
+  size_t nmoves = 0;
+  int rc = kg_state_pending(state, &job_id, &moves, &nmoves, errbuf);
+  if (rc || !job_id) return rc;
+  KG_WARN("Finishing the interrupted commit of %s (%zu files)", job_id, nmoves);
+  for (size_t i = 0; i < nmoves && !rc; i++) {
+    if (kg_fs_exists(moves[i].src)) {
+      rc = kg_fs_move(moves[i].src, moves[i].dst, errbuf);
+    } else if (!kg_fs_exists(moves[i].dst)) {
+      rc = kg_fail(errbuf, KG_EIO, "cannot finish the commit of %s: neither %s nor %s exists", job_id, moves[i].src,
+                   moves[i].dst);
+    }
+  }
+  if (!rc) rc = kg_state_commit_finish(state, job_id, errbuf);
+  if (!rc) KG_INFO("Finished the interrupted commit of %s", job_id);
+  free(job_id);
+  kg_state_free_moves(moves, nmoves);
+  return rc;
+}
+
+static const char *reason_name(kg_start_reason_t r) {
+  switch (r) {
+  case KG_START_PREVIOUS: return "previous";
+  case KG_START_BOOTSTRAP: return "bootstrap";
+  case KG_START_MOVE_TO_LATEST: return "move-to-latest";
+  case KG_START_RESET: return "reset";
+  }
+  return "?";
+}
+
+/* Discovers the partitions to pull and makes their work units. */
+static int plan(kg_job_t *job, kg_state_t *state, char *errbuf) {
+  const kg_config_t *c = job->config;
+  int64_t t0 = kg_mono_ms();
+  kg_topic_filter_t *filter = NULL;
+  int rc = kg_topic_filter_new(c->topic_whitelist, c->topic_blacklist, &filter, errbuf);
+  if (rc) return rc;
+  kg_kafka_t *kafka = NULL;
+  kg_topic_meta_t *topics = NULL;
+  size_t ntopics = 0;
+  kg_partition_state_t *stored = NULL;
+  size_t nstored = 0;
+  rc = kg_state_partitions(state, &stored, &nstored, errbuf);
+  if (!rc) rc = kg_kafka_new(c, &kafka, errbuf);
+  if (!rc) rc = kg_kafka_list_topics(kafka, &topics, &ntopics, errbuf);
+  size_t cap = 0;
+  for (size_t i = 0; !rc && i < ntopics; i++) {
+    kg_topic_meta_t *t = &topics[i];
+    if (!kg_topic_filter_match(filter, t->name)) continue;
+    KG_INFO("Discovered topic %s with %d partitions", t->name, t->partition_count);
+    bool move = kg_topic_in_list(c->move_to_latest, t->name);
+    for (int32_t p = 0; p < t->partition_count; p++) {
+      int32_t part = t->partitions[p];
+      int64_t earliest, latest;
+      char oerr[KG_ERRLEN];
+      const kg_partition_state_t *prev = kg_state_find(stored, nstored, t->name, part);
+      if (kg_kafka_offsets(kafka, t->name, part, &earliest, &latest, oerr)) {
+        KG_WARN("%s; skipping the partition this run%s", oerr, prev ? ", its stored offset is kept" : "");
+        continue;
+      }
+      kg_offset_decision_t d = kg_offset_decide(c->bootstrap, c->reset, move, prev != NULL,
+                                                prev ? prev->next_offset : 0, earliest, latest);
+      if (d.reason == KG_START_RESET) {
+        kg_metrics_add(&job->metrics, KG_M_OFFSET_RESETS, 1);
+        if (d.pull)
+          KG_WARN("Offset %lld of partition %s:%d is out of range [%lld, %lld]; reset.on.offset.out.of.range moves it to %lld",
+                  (long long)prev->next_offset, t->name, part, (long long)earliest, (long long)latest, (long long)d.low);
+        else
+          KG_WARN("Offset %lld of partition %s:%d is out of range [%lld, %lld]; reset.on.offset.out.of.range=skip: not pulled, the stored offset is kept",
+                  (long long)prev->next_offset, t->name, part, (long long)earliest, (long long)latest);
+      }
+      if (!d.pull) {
+        if (d.reason == KG_START_BOOTSTRAP)
+          KG_INFO("Partition %s:%d is new and bootstrap.with.offset=skip: not pulled", t->name, part);
+        continue;
+      }
+      if (job->nunits == cap) {
+        cap = cap ? cap * 2 : 64;
+        job->units = kg_xrealloc(job->units, cap * sizeof(kg_workunit_t));
+      }
+      kg_workunit_t *wu = &job->units[job->nunits++];
+      memset(wu, 0, sizeof *wu);
+      wu->topic = kg_xstrdup(t->name);
+      wu->partition = part;
+      wu->low = d.low;
+      wu->high = latest;
+      wu->earliest = earliest;
+      wu->latest = latest;
+      wu->has_stored = prev != NULL;
+      wu->stored = prev ? prev->next_offset : -1;
+      wu->reason = d.reason;
+      wu->est_size = (double)(latest - d.low);
+      KG_INFO("Created workunit for partition %s:%d: lowWatermark=%lld, highWatermark=%lld, range=%lld", t->name, part,
+              (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low));
+      if (d.reason != KG_START_PREVIOUS)
+        KG_DEBUG("Partition %s:%d starts at %lld (%s)", t->name, part, (long long)wu->low, reason_name(d.reason));
+    }
+  }
+  kg_kafka_free_topics(topics, ntopics);
+  kg_kafka_destroy(kafka);
+  kg_topic_filter_destroy(filter);
+  kg_state_free_partitions(stored, nstored);
+  if (!rc) {
+    char md[128];
+    snprintf(md, sizeof md, "{\"workUnitsCreated\":%zu,\"durationMs\":%lld}", job->nunits, (long long)(kg_mono_ms() - t0));
+    event(job, "WorkUnitsCreationTimer", md);
+  }
+  return rc;
+}
+
+typedef struct {
+  kg_job_t *job;
+  pthread_mutex_t mutex;
+  size_t next;
+} kg_pool_t;
+
+static void *worker(void *arg) {
+  kg_pool_t *pool = arg;
+  for (;;) {
+    pthread_mutex_lock(&pool->mutex);
+    size_t i = pool->next++;
+    pthread_mutex_unlock(&pool->mutex);
+    if (i >= pool->job->ntasks) return NULL;
+    kg_task_run(&pool->job->tasks[i]);
+  }
+}
+
+static void run_tasks(kg_job_t *job) {
+  const kg_config_t *c = job->config;
+  size_t ngroups = 0;
+  kg_group_t *groups = kg_pack_worst_fit(job->units, job->nunits, c->max_mappers, &ngroups);
+  job->tasks = kg_xcalloc(ngroups ? ngroups : 1, sizeof(kg_task_t));
+  job->ntasks = ngroups;
+  for (size_t g = 0; g < ngroups; g++) {
+    kg_task_t *t = &job->tasks[g];
+    t->index = (int)g;
+    t->task_id = kg_xasprintf("task_%s_%lld_%zu", c->job_name, (long long)job->start_ms, g);
+    t->config = c;
+    t->units = groups[g].units; /* the task takes the array */
+    groups[g].units = NULL;
+    t->nunits = groups[g].count;
+    t->job_dir = job->job_dir;
+    t->extract_id = job->extract_id;
+  }
+  kg_groups_free(groups, ngroups);
+  KG_INFO("Running %zu work units as %zu tasks on %d threads", job->nunits, job->ntasks,
+          c->threadpool_size < (int)job->ntasks ? c->threadpool_size : (int)job->ntasks);
+  kg_pool_t pool = {.job = job, .next = 0};
+  pthread_mutex_init(&pool.mutex, NULL);
+  size_t nthreads = (size_t)c->threadpool_size < job->ntasks ? (size_t)c->threadpool_size : job->ntasks;
+  pthread_t *threads = kg_xcalloc(nthreads ? nthreads : 1, sizeof(pthread_t));
+  size_t started = 0;
+  for (; started < nthreads; started++)
+    if (pthread_create(&threads[started], NULL, worker, &pool) != 0) break;
+  if (started == 0) worker(&pool); /* no thread could start: run them here */
+  for (size_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
+  free(threads);
+  pthread_mutex_destroy(&pool.mutex);
+}
+
+/* Publishes the task output and stores the new offsets, durably and all-or-nothing. */
+static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
+  int64_t t0 = kg_mono_ms();
+  size_t nmoves = 0, nparts = 0;
+  for (size_t i = 0; i < job->ntasks; i++) {
+    nmoves += job->tasks[i].nfiles;
+    nparts += job->tasks[i].nunits;
+  }
+  kg_move_t *moves = kg_xcalloc(nmoves ? nmoves : 1, sizeof *moves);
+  kg_partition_state_t *parts = kg_xcalloc(nparts ? nparts : 1, sizeof *parts);
+  size_t m = 0, p = 0;
+  for (size_t i = 0; i < job->ntasks; i++) {
+    kg_task_t *t = &job->tasks[i];
+    for (size_t f = 0; f < t->nfiles; f++) {
+      moves[m].src = t->files[f].output;
+      moves[m++].dst = t->files[f].final;
+    }
+    for (size_t u = 0; u < t->nunits; u++) {
+      kg_unit_result_t *r = &t->results[u];
+      kg_partition_state_t *ps = &parts[p++];
+      ps->topic = t->units[u]->topic;
+      ps->partition = t->units[u]->partition;
+      ps->next_offset = r->actual_high;
+      ps->has_stats = r->records > 0;
+      ps->records_pulled = r->records;
+      ps->avg_record_millis = r->records > 0 ? (double)r->elapsed_ms / (double)r->records : 0;
+      ps->avg_record_size = r->records > 0 ? (double)r->bytes / (double)r->records : 0;
+    }
+  }
+  int rc = kg_state_commit_begin(state, job->job_id, moves, nmoves, parts, nparts, errbuf);
+  bool journaled = rc == KG_OK;
+  size_t moved = 0;
+  while (!rc && moved < nmoves) {
+    rc = kg_fs_move(moves[moved].src, moves[moved].dst, errbuf);
+    if (!rc) moved++;
+  }
+  if (rc && journaled) {
+    /* A move failed: put back the ones made, then drop the journal, so that the run leaves no trace. If a
+     * file cannot be put back, the journal stays and the next run finishes the commit instead. */
+    char undo_err[KG_ERRLEN];
+    bool undone = true;
+    while (moved > 0) {
+      moved--;
+      if (kg_fs_move(moves[moved].dst, moves[moved].src, undo_err)) {
+        KG_ERROR("%s", undo_err);
+        undone = false;
+      }
+    }
+    if (undone && kg_state_commit_abort(state, job->job_id, undo_err)) KG_ERROR("%s", undo_err);
+  }
+  if (!rc) rc = kg_state_commit_finish(state, job->job_id, errbuf);
+  if (!rc) {
+    KG_INFO("Published %zu files to %s and committed the offsets of %zu partitions", nmoves, job->config->final_dir,
+            nparts);
+    char md[64];
+    snprintf(md, sizeof md, "{\"durationMs\":%lld}", (long long)(kg_mono_ms() - t0));
+    event(job, "JobCommitTimer", md);
+  }
+  free(moves);
+  free(parts);
+  return rc;
+}
+
+static void write_metrics(kg_job_t *job, bool succeeded) {
+  const kg_config_t *c = job->config;
+  kg_buf_t out = {0};
+  for (size_t i = 0; i < job->ntasks; i++) {
+    kg_task_t *t = &job->tasks[i];
+    kg_buf_appendf(&out, "{\"type\":\"metrics\",\"time\":%lld,\"context\":{\"job\":", (long long)kg_now_ms());
+    kg_json_string(&out, job->job_id);
+    kg_buf_append(&out, ",\"task\":", 8);
+    kg_json_string(&out, t->task_id);
+    kg_buf_appendf(&out, ",\"state\":\"%s\"},\"counters\":", t->succeeded ? "SUCCESSFUL" : "FAILED");
+    kg_metrics_json(&t->metrics, &out);
+    kg_buf_append(&out, "}\n", 2);
+    for (size_t u = 0; u < t->nunits; u++) {
+      kg_workunit_t *wu = t->units[u];
+      kg_unit_result_t *r = t->results ? &t->results[u] : NULL;
+      if (!r) continue;
+      kg_buf_t md = {0};
+      kg_buf_append(&md, "{\"topic\":", 9);
+      kg_json_string(&md, wu->topic);
+      kg_buf_appendf(&md,
+                     ",\"partition\":%d,\"lowWatermark\":%lld,\"expectedHighWatermark\":%lld,"
+                     "\"actualHighWatermark\":%lld,\"numRecordsConsumed\":%lld,\"avgRecordMillis\":%.6f,"
+                     "\"avgRecordSize\":%.2f,\"decodingErrors\":%lld,\"task\":\"%s\"}",
+                     wu->partition, (long long)wu->low, (long long)wu->high, (long long)r->actual_high,
+                     (long long)r->records, r->records ? (double)r->elapsed_ms / (double)r->records : 0.0,
+                     r->records ? (double)r->bytes / (double)r->records : 0.0, (long long)r->decode_errors, t->task_id);
+      event(job, "KafkaExtractorTopicMetadata", md.data);
+      kg_buf_free(&md);
+    }
+  }
+  kg_buf_appendf(&out, "{\"type\":\"metrics\",\"time\":%lld,\"context\":{\"job\":", (long long)kg_now_ms());
+  kg_json_string(&out, job->job_id);
+  kg_buf_appendf(&out, ",\"state\":\"%s\"},\"counters\":", succeeded ? "SUCCESSFUL" : "FAILED");
+  kg_metrics_json(&job->metrics, &out);
+  kg_buf_append(&out, "}\n", 2);
+  if (job->events.len) kg_buf_append(&out, job->events.data, job->events.len);
+
+  char *path = *c->metrics_suffix ? kg_xasprintf("%s/%s.metrics.%s.%s", c->metrics_dir, c->job_name, job->job_id,
+                                                 c->metrics_suffix)
+                                  : kg_xasprintf("%s/%s.metrics.%s", c->metrics_dir, c->job_name, job->job_id);
+  char err[KG_ERRLEN];
+  FILE *f = NULL;
+  if (kg_fs_mkdirs(c->metrics_dir, err) == KG_OK) f = fopen(path, "w");
+  if (!f || fwrite(out.data, 1, out.len, f) != out.len || fclose(f) != 0)
+    KG_WARN("cannot write the metrics file %s (metrics.log.dir)", path);
+  else
+    KG_INFO("Wrote metrics to %s", path);
+  free(path);
+  kg_buf_free(&out);
+}
+
+int kg_job_run(const kg_config_t *c, char *errbuf) {
+  kg_job_t job = {.config = c};
+  job.start_ms = kg_now_ms();
+  job.job_id = kg_xasprintf("job_%s_%lld", c->job_name, (long long)job.start_ms);
+  time_t secs = (time_t)(job.start_ms / 1000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  strftime(job.extract_id, sizeof job.extract_id, "%Y%m%d%H%M%S", &tm);
+  job.job_dir = kg_xasprintf("%s/%s/%s", c->task_data_root, c->job_name, job.job_id);
+  kg_lock_t *lock = NULL;
+  kg_state_t *state = NULL;
+  bool run_recorded = false;
+  int rc = KG_OK;
+
+  KG_INFO("Starting job %s (%s) from %s", c->job_name, job.job_id, c->job_file);
+  if (c->lock_enabled) {
+    long holder = 0;
+    rc = kg_lock_acquire(c->lock_dir, c->job_name, &lock, &holder, errbuf);
+    if (rc == KG_ELOCKED) {
+      kg_fail(errbuf, KG_ELOCKED, "Previous instance of job %s is still running, skipping this run", c->job_name);
+      KG_INFO("%s (lock held by process %ld)", errbuf, holder);
+      goto out;
+    }
+    if (rc) goto out;
+  }
+
+  /* Everything that can be checked before a record moves is checked now. */
+  if ((rc = kg_fs_check_writable(c->final_dir, "data.publisher.final.dir", errbuf))) goto out;
+  if ((rc = kg_fs_check_writable(c->task_data_root, "task.data.root.dir", errbuf))) goto out;
+  if ((rc = kg_state_open(c->state_store_dir, c->job_name, true, &state, errbuf))) goto out;
+  {
+    kg_lua_t *probe = NULL;
+    if ((rc = kg_lua_new(c->job_is_lua ? c->job_file : NULL, &probe, errbuf))) goto out;
+    kg_lua_destroy(probe);
+  }
+  if ((rc = kg_job_recover(state, errbuf))) goto out;
+  if ((rc = kg_state_run_begin(state, job.job_id, job.start_ms, errbuf))) goto out;
+  run_recorded = true;
+
+  if ((rc = plan(&job, state, errbuf))) goto out;
+  {
+    char md[64];
+    snprintf(md, sizeof md, "{\"workUnits\":%zu}", job.nunits);
+    event(&job, "WorkUnitsCreated", md);
+  }
+  int64_t run_start = kg_mono_ms();
+  run_tasks(&job);
+  {
+    char md[64];
+    snprintf(md, sizeof md, "{\"durationMs\":%lld}", (long long)(kg_mono_ms() - run_start));
+    event(&job, "JobRunTimer", md);
+  }
+  size_t failed = 0;
+  for (size_t i = 0; i < job.ntasks; i++) {
+    kg_metrics_merge(&job.metrics, &job.tasks[i].metrics);
+    if (!job.tasks[i].succeeded) {
+      if (!failed) kg_fail(errbuf, KG_EINVAL, "task %s failed: %s", job.tasks[i].task_id, job.tasks[i].error);
+      failed++;
+    }
+  }
+  kg_metrics_add(&job.metrics, "job.records.written", kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN));
+  if (failed) {
+    rc = KG_EINVAL;
+    if (failed > 1) {
+      size_t n = strlen(errbuf);
+      snprintf(errbuf + n, KG_ERRLEN - n, " (and %zu more failed tasks)", failed - 1);
+    }
+    KG_ERROR("%zu of %zu tasks failed; job.commit.policy=full: nothing is published and no offset moves", failed,
+             job.ntasks);
+    goto out;
+  }
+  rc = commit(&job, state, errbuf);
+
+out:
+  if (job.job_dir && rc != KG_ELOCKED) {
+    char err[KG_ERRLEN];
+    if (kg_fs_remove_tree(job.job_dir, err)) KG_WARN("%s", err);
+  }
+  if (c->metrics_enabled && rc != KG_ELOCKED) write_metrics(&job, rc == KG_OK);
+  if (state && run_recorded) {
+    char err[KG_ERRLEN];
+    if (kg_state_run_end(state, job.job_id, kg_now_ms(), kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN),
+                         kg_metrics_get(&job.metrics, KG_M_BYTES_WRITTEN), rc ? "FAILED" : "SUCCESSFUL",
+                         rc ? errbuf : NULL, err))
+      KG_WARN("%s", err);
+  }
+  if (rc == KG_OK)
+    KG_INFO("Job %s completed in %lldms: %lld records, %lld bytes written", job.job_id,
+            (long long)(kg_now_ms() - job.start_ms), (long long)kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN),
+            (long long)kg_metrics_get(&job.metrics, KG_M_BYTES_WRITTEN));
+  kg_state_close(state);
+  kg_lock_release(lock);
+  for (size_t i = 0; i < job.ntasks; i++) kg_task_clear(&job.tasks[i]);
+  free(job.tasks);
+  for (size_t i = 0; i < job.nunits; i++) kg_workunit_clear(&job.units[i]);
+  free(job.units);
+  kg_metrics_free(&job.metrics);
+  kg_buf_free(&job.events);
+  free(job.job_dir);
+  free(job.job_id);
+  return rc;
+}

@@ -1,0 +1,246 @@
+/* kafka.c: the Kafka source on librdkafka's simple (partition-assigned) consumer.
+ *
+ * kingest tracks offsets itself, so no consumer group is joined and nothing is committed to Kafka. A task
+ * pulls its partitions one after the other: consume_start at the low watermark, consume_batch until the
+ * high watermark, consume_stop. The prefetch queue is bounded (queued.max.messages.kbytes) so that memory
+ * stays small whatever the backlog. */
+#include "kafka.h"
+
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kg_kafka {
+  rd_kafka_t *rk;
+  int64_t metadata_timeout_ms;
+  char *brokers;
+  /* The partition being fetched. */
+  rd_kafka_topic_t *rkt;
+  int32_t partition;
+  char *topic;
+  rd_kafka_message_t **msgs; /* the last batch, destroyed on the next fetch */
+  int nmsgs;
+  int msgs_cap;
+  char *pending_error; /* an error that followed records already handed over; reported by the next fetch */
+};
+
+/* librdkafka's own log lines go to the engine's log at DEBUG: connection errors are reported once, as a
+ * clear error, by the operation that needed the broker. */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+  KG_DEBUG("librdkafka %s: %s", fac, buf);
+}
+
+static int set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errbuf) {
+  char err[512];
+  if (rd_kafka_conf_set(conf, name, value, err, sizeof err) != RD_KAFKA_CONF_OK)
+    return kg_fail(errbuf, KG_EINVAL, "Kafka client property %s=%s: %s", name, value, err);
+  return KG_OK;
+}
+
+int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
+  *out = NULL;
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  char num[32];
+  int rc = set(conf, "bootstrap.servers", config->brokers, errbuf);
+  if (!rc) rc = set(conf, "client.id", "kingest", errbuf);
+  if (!rc) rc = set(conf, "enable.partition.eof", "true", errbuf);
+  /* Bounded prefetch: at most 16 MB and 100k records queued per partition being read. */
+  if (!rc) rc = set(conf, "queued.max.messages.kbytes", "16384", errbuf);
+  if (!rc) rc = set(conf, "queued.min.messages", "100000", errbuf);
+  if (!rc) rc = set(conf, "fetch.wait.max.ms", "100", errbuf);
+  snprintf(num, sizeof num, "%lld", (long long)config->metadata_timeout_ms);
+  if (!rc) rc = set(conf, "socket.timeout.ms", num, errbuf);
+  if (!rc) rc = set(conf, "enable.auto.commit", "false", errbuf);
+  if (!rc) rc = set(conf, "enable.auto.offset.store", "false", errbuf);
+  /* Offsets outside the broker's range are an error for the engine to handle, never silently reset. */
+  if (!rc) rc = set(conf, "auto.offset.reset", "error", errbuf);
+  /* kafka.consumer.<name> passes any librdkafka property through (security settings and the like). */
+  for (size_t i = 0; !rc && i < kg_props_count(config->props); i++) {
+    const char *key = kg_props_key_at(config->props, i);
+    if (!strncmp(key, "kafka.consumer.", 15)) rc = set(conf, key + 15, kg_props_value_at(config->props, i), errbuf);
+  }
+  if (rc) {
+    rd_kafka_conf_destroy(conf);
+    return rc;
+  }
+  rd_kafka_conf_set_log_cb(conf, log_cb);
+  char err[512];
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);
+    return kg_fail(errbuf, KG_EKAFKA, "cannot create a Kafka client for kafka.brokers=%s: %s", config->brokers, err);
+  }
+  kg_kafka_t *k = kg_xcalloc(1, sizeof *k);
+  k->rk = rk;
+  k->metadata_timeout_ms = config->metadata_timeout_ms;
+  k->brokers = kg_xstrdup(config->brokers);
+  k->partition = -1;
+  *out = k;
+  return KG_OK;
+}
+
+static void release_batch(kg_kafka_t *k) {
+  for (int i = 0; i < k->nmsgs; i++) rd_kafka_message_destroy(k->msgs[i]);
+  k->nmsgs = 0;
+}
+
+void kg_kafka_destroy(kg_kafka_t *k) {
+  if (!k) return;
+  kg_kafka_fetch_stop(k);
+  free(k->msgs);
+  rd_kafka_destroy(k->rk);
+  free(k->brokers);
+  free(k);
+}
+
+static int cmp_topic(const void *a, const void *b) {
+  return strcmp(((const kg_topic_meta_t *)a)->name, ((const kg_topic_meta_t *)b)->name);
+}
+
+static int cmp_int32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+int kg_kafka_list_topics(kg_kafka_t *k, kg_topic_meta_t **topics, size_t *count, char *errbuf) {
+  *topics = NULL;
+  *count = 0;
+  const struct rd_kafka_metadata *md = NULL;
+  rd_kafka_resp_err_t err = rd_kafka_metadata(k->rk, 1, NULL, &md, (int)k->metadata_timeout_ms);
+  if (err)
+    return kg_fail(errbuf, KG_EKAFKA, "cannot reach Kafka at kafka.brokers=%s within %lld ms: %s", k->brokers,
+                   (long long)k->metadata_timeout_ms, rd_kafka_err2str(err));
+  kg_topic_meta_t *out = kg_xcalloc((size_t)md->topic_cnt, sizeof *out);
+  size_t n = 0;
+  for (int i = 0; i < md->topic_cnt; i++) {
+    const struct rd_kafka_metadata_topic *t = &md->topics[i];
+    if (t->err) {
+      KG_WARN("Topic %s: metadata error: %s", t->topic, rd_kafka_err2str(t->err));
+      if (t->partition_cnt == 0) continue;
+    }
+    out[n].name = kg_xstrdup(t->topic);
+    out[n].partition_count = t->partition_cnt;
+    out[n].partitions = kg_xcalloc((size_t)t->partition_cnt, sizeof(int32_t));
+    for (int p = 0; p < t->partition_cnt; p++) out[n].partitions[p] = t->partitions[p].id;
+    qsort(out[n].partitions, (size_t)t->partition_cnt, sizeof(int32_t), cmp_int32);
+    n++;
+  }
+  rd_kafka_metadata_destroy(md);
+  qsort(out, n, sizeof *out, cmp_topic);
+  *topics = out;
+  *count = n;
+  return KG_OK;
+}
+
+void kg_kafka_free_topics(kg_topic_meta_t *topics, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    free(topics[i].name);
+    free(topics[i].partitions);
+  }
+  free(topics);
+}
+
+int kg_kafka_offsets(kg_kafka_t *k, const char *topic, int32_t partition, int64_t *earliest, int64_t *latest,
+                     char *errbuf) {
+  rd_kafka_resp_err_t err =
+      rd_kafka_query_watermark_offsets(k->rk, topic, partition, earliest, latest, (int)k->metadata_timeout_ms);
+  if (err)
+    return kg_fail(errbuf, KG_EKAFKA, "cannot fetch the offsets of partition %s:%d: %s", topic, partition,
+                   rd_kafka_err2str(err));
+  return KG_OK;
+}
+
+int kg_kafka_fetch_start(kg_kafka_t *k, const char *topic, int32_t partition, int64_t offset, char *errbuf) {
+  kg_kafka_fetch_stop(k);
+  k->rkt = rd_kafka_topic_new(k->rk, topic, NULL);
+  if (!k->rkt)
+    return kg_fail(errbuf, KG_EKAFKA, "cannot open topic %s: %s", topic, rd_kafka_err2str(rd_kafka_last_error()));
+  if (rd_kafka_consume_start(k->rkt, partition, offset) == -1) {
+    int rc = kg_fail(errbuf, KG_EKAFKA, "cannot start reading %s:%d at offset %lld: %s", topic, partition,
+                     (long long)offset, rd_kafka_err2str(rd_kafka_last_error()));
+    rd_kafka_topic_destroy(k->rkt);
+    k->rkt = NULL;
+    return rc;
+  }
+  k->topic = kg_xstrdup(topic);
+  k->partition = partition;
+  return KG_OK;
+}
+
+int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms, int64_t *eof_offset,
+                   char *errbuf) {
+  release_batch(k);
+  *eof_offset = -1;
+  if (k->pending_error) {
+    int rc = kg_fail(errbuf, KG_EKAFKA, "%s", k->pending_error);
+    free(k->pending_error);
+    k->pending_error = NULL;
+    return rc;
+  }
+  if (max > k->msgs_cap) {
+    k->msgs = kg_xrealloc(k->msgs, (size_t)max * sizeof *k->msgs);
+    k->msgs_cap = max;
+  }
+  ssize_t got = rd_kafka_consume_batch(k->rkt, k->partition, timeout_ms, k->msgs, (size_t)max);
+  if (got < 0)
+    return kg_fail(errbuf, KG_EKAFKA, "fetch from %s:%d failed: %s", k->topic, k->partition,
+                   rd_kafka_err2str(rd_kafka_last_error()));
+  k->nmsgs = (int)got;
+  int n = 0;
+  for (int i = 0; i < k->nmsgs; i++) {
+    rd_kafka_message_t *m = k->msgs[i];
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      *eof_offset = m->offset;
+      continue;
+    }
+    if (m->err) {
+      int rc = kg_fail(errbuf, KG_EKAFKA, "fetch from %s:%d at offset %lld failed: %s", k->topic, k->partition,
+                       (long long)m->offset, rd_kafka_message_errstr(m));
+      if (n == 0) return rc;
+      k->pending_error = kg_xstrdup(errbuf); /* hand over the records before the error first */
+      return n;
+    }
+    kg_record_t *r = &records[n++];
+    r->topic_ptr = k->topic;
+    r->key_ptr = m->key;
+    r->key_len = m->key_len;
+    r->value_ptr = m->payload;
+    r->value_len = m->len;
+    r->offset = (double)m->offset;
+    rd_kafka_timestamp_type_t tstype;
+    int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+    r->timestamp = (double)ts;
+    r->partition = m->partition;
+    rd_kafka_headers_t *hdrs = NULL;
+    r->header_count = rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR ? (int32_t)rd_kafka_header_cnt(hdrs) : 0;
+    r->opaque = m;
+  }
+  return n;
+}
+
+void kg_kafka_fetch_stop(kg_kafka_t *k) {
+  release_batch(k);
+  if (k->rkt) {
+    rd_kafka_consume_stop(k->rkt, k->partition);
+    rd_kafka_topic_destroy(k->rkt);
+    k->rkt = NULL;
+  }
+  free(k->topic);
+  k->topic = NULL;
+  k->partition = -1;
+  free(k->pending_error);
+  k->pending_error = NULL;
+}
+
+int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
+                         size_t *value_len) {
+  rd_kafka_headers_t *hdrs = NULL;
+  if (!record->opaque || rd_kafka_message_headers((rd_kafka_message_t *)record->opaque, &hdrs)) return -1;
+  const void *v = NULL;
+  size_t n = 0;
+  if (rd_kafka_header_get_all(hdrs, (size_t)index, name, &v, &n)) return -1;
+  *value = v;
+  *value_len = n;
+  return 0;
+}

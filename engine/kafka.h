@@ -1,0 +1,39 @@
+/* kafka.h: the Kafka source: topic discovery, partition offsets, and a per-partition record fetcher. */
+#ifndef KG_KAFKA_H
+#define KG_KAFKA_H
+
+#include "config.h"
+#include "kg_ffi.h"
+
+typedef struct kg_kafka kg_kafka_t;
+
+typedef struct {
+  char *name;
+  int32_t partition_count;
+  int32_t *partitions; /* ids, sorted */
+} kg_topic_meta_t;
+
+/* A client for CONFIG's brokers. Returns KG_OK or KG_EKAFKA with a message naming kafka.brokers. */
+int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf);
+void kg_kafka_destroy(kg_kafka_t *kafka);
+
+/* Every topic on the cluster, sorted by name. The array and its contents are the caller's, freed with
+ * kg_kafka_free_topics. Fails with a clear message when no broker answers within the metadata timeout. */
+int kg_kafka_list_topics(kg_kafka_t *kafka, kg_topic_meta_t **topics, size_t *count, char *errbuf);
+void kg_kafka_free_topics(kg_topic_meta_t *topics, size_t count);
+
+/* The earliest and latest (next to be written) offsets of TOPIC:PARTITION. */
+int kg_kafka_offsets(kg_kafka_t *kafka, const char *topic, int32_t partition, int64_t *earliest, int64_t *latest,
+                     char *errbuf);
+
+/* Fetching one partition at a time: start at OFFSET, then take batches of record views until the range
+ * is done. Views stay valid until the next kg_kafka_fetch or kg_kafka_fetch_stop. */
+int kg_kafka_fetch_start(kg_kafka_t *kafka, const char *topic, int32_t partition, int64_t offset, char *errbuf);
+/* Fills up to MAX views into RECORDS (which must hold MAX) and returns how many, 0 on timeout, or a
+ * negative KG_E* with ERRBUF set. *EOF_OFFSET is the partition's end when the broker says it was reached
+ * (offsets below it that came as no record are gone: deleted, compacted, or transaction markers), else -1. */
+int kg_kafka_fetch(kg_kafka_t *kafka, kg_record_t *records, int max, int timeout_ms, int64_t *eof_offset,
+                   char *errbuf);
+void kg_kafka_fetch_stop(kg_kafka_t *kafka);
+
+#endif

@@ -1,0 +1,75 @@
+/* kg_common.h: error codes, logging, and the small string and time helpers every engine file uses. */
+#ifndef KG_COMMON_H
+#define KG_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+/* Fallible functions return KG_OK or one of these; the detail goes into a caller's error buffer. */
+enum {
+  KG_OK = 0,
+  KG_EINVAL = -1,   /* bad input: a property, a job file, an argument */
+  KG_EIO = -2,      /* a file system operation failed */
+  KG_EKAFKA = -3,   /* the broker could not be reached or answered with an error */
+  KG_ELUA = -4,     /* a script failed */
+  KG_ESTATE = -5,   /* the state store failed */
+  KG_ELOCKED = -6,  /* another instance of the job holds the lock */
+  KG_ENOMEM = -7,
+  KG_ENOTFOUND = -8,
+};
+
+const char *kg_err2str(int err);
+
+/* Size of the error buffers passed around the engine. */
+#define KG_ERRLEN 1024
+
+typedef enum { KG_LOG_DEBUG = 0, KG_LOG_INFO, KG_LOG_WARN, KG_LOG_ERROR } kg_log_level_t;
+
+/* Log lines look like "2026-11-30 02:47:01.123 INFO Pulling topic test" and go to stderr
+ * (and to a log file when one is set). Thread-safe: each line is written with one call. */
+void kg_log(kg_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kg_log_set_level(kg_log_level_t level);
+/* Also append every line to PATH (NULL stops). Returns KG_OK or KG_EIO. */
+int kg_log_set_file(const char *path);
+
+#define KG_DEBUG(...) kg_log(KG_LOG_DEBUG, __VA_ARGS__)
+#define KG_INFO(...) kg_log(KG_LOG_INFO, __VA_ARGS__)
+#define KG_WARN(...) kg_log(KG_LOG_WARN, __VA_ARGS__)
+#define KG_ERROR(...) kg_log(KG_LOG_ERROR, __VA_ARGS__)
+
+/* Formats into an error buffer of KG_ERRLEN bytes; returns ERR so callers can `return kg_fail(...)`. */
+int kg_fail(char *errbuf, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Milliseconds since the epoch, and a monotonic clock in milliseconds. */
+int64_t kg_now_ms(void);
+int64_t kg_mono_ms(void);
+
+/* malloc/strdup that abort on out-of-memory: allocation failure is not an input error. */
+void *kg_xmalloc(size_t n);
+void *kg_xcalloc(size_t n, size_t size);
+void *kg_xrealloc(void *p, size_t n);
+char *kg_xstrdup(const char *s);
+char *kg_xstrndup(const char *s, size_t n);
+/* printf into a new heap string. */
+char *kg_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growable byte buffer. */
+typedef struct {
+  char *data; /* heap, NUL-terminated when len > 0 */
+  size_t len;
+  size_t cap;
+} kg_buf_t;
+
+void kg_buf_append(kg_buf_t *buf, const void *p, size_t n);
+void kg_buf_appendf(kg_buf_t *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kg_buf_free(kg_buf_t *buf);
+
+/* Trims spaces and tabs at both ends, in place; returns S. */
+char *kg_strtrim(char *s);
+/* Parses a whole base-10 integer; false if S is not one. */
+bool kg_parse_int64(const char *s, int64_t *out);
+bool kg_parse_bool(const char *s, bool *out);
+
+#endif

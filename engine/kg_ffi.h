@@ -1,0 +1,44 @@
+/* kg_ffi.h: the C side of the LuaJIT FFI binding. lua/gobblin/ffi.lua declares the same block in its
+ * ffi.cdef; a spec checks that the two stay identical. The block holds plain declarations only. */
+#ifndef KG_FFI_H
+#define KG_FFI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* FFI-BEGIN */
+typedef struct kg_record {
+  const char *topic_ptr;   /* NUL-terminated topic name, owned by the engine */
+  const char *key_ptr;     /* NULL when the record has no key */
+  size_t key_len;
+  const char *value_ptr;   /* NULL when the payload is null (a tombstone) */
+  size_t value_len;
+  double offset;           /* exact below 2^53 */
+  double timestamp;        /* milliseconds since the epoch, -1 when unknown */
+  int32_t partition;
+  int32_t header_count;
+  const void *opaque;      /* the engine's message handle */
+} kg_record_t;
+
+typedef struct kg_batch {
+  kg_record_t *records;    /* COUNT record views, valid during one call into Lua */
+  int32_t count;
+  int32_t next;            /* index of the next record to process; the script advances it */
+  void *sink;              /* the engine's output for this batch */
+} kg_batch_t;
+
+int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len);
+int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record);
+int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
+                         size_t *value_len);
+void kg_ffi_log(int level, const char *message);
+/* FFI-END */
+
+/* What the engine behind batch->sink does with emitted bytes: RECORD is the record being processed. */
+typedef int (*kg_emit_fn)(void *ctx, const kg_record_t *record, const char *data, size_t len);
+typedef struct {
+  kg_emit_fn emit;
+  void *ctx;
+} kg_sink_t;
+
+#endif

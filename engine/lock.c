@@ -1,0 +1,66 @@
+/* lock.c: job locks on flock(2); the file holds the holder's pid for messages. */
+#include "lock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+struct kg_lock {
+  int fd;
+  char *path;
+};
+
+static long read_pid(int fd) {
+  char buf[32] = {0};
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  return n > 0 ? strtol(buf, NULL, 10) : 0;
+}
+
+int kg_lock_acquire(const char *dir, const char *job, kg_lock_t **out, long *holder_pid, char *errbuf) {
+  *out = NULL;
+  *holder_pid = 0;
+  if (kg_fs_mkdirs(dir, errbuf)) return kg_fail(errbuf, KG_EIO, "job.lock.dir %s cannot be created: %s", dir, strerror(errno));
+  char *path = kg_xasprintf("%s/%s.lock", dir, job);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int rc = kg_fail(errbuf, KG_EIO, "cannot open lock file %s: %s", path, strerror(errno));
+    free(path);
+    return rc;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    *holder_pid = read_pid(fd);
+    close(fd);
+    int rc = e == EWOULDBLOCK ? kg_fail(errbuf, KG_ELOCKED, "job %s is locked by %s", job, path)
+                              : kg_fail(errbuf, KG_EIO, "cannot lock %s: %s", path, strerror(e));
+    free(path);
+    return rc;
+  }
+  long previous = read_pid(fd);
+  if (previous > 0 && previous != (long)getpid())
+    KG_INFO("Taking over the lock of job %s left by process %ld, which is no longer running", job, previous);
+  char pid[32];
+  int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) KG_WARN("cannot write pid to lock file %s", path);
+  kg_lock_t *lock = kg_xcalloc(1, sizeof *lock);
+  lock->fd = fd;
+  lock->path = path;
+  *out = lock;
+  return KG_OK;
+}
+
+void kg_lock_release(kg_lock_t *lock) {
+  if (!lock) return;
+  /* Empty the pid before unlocking, so the next holder does not report a takeover. */
+  if (ftruncate(lock->fd, 0) != 0) KG_DEBUG("cannot truncate %s", lock->path);
+  flock(lock->fd, LOCK_UN);
+  close(lock->fd);
+  free(lock->path);
+  free(lock);
+}

@@ -1,0 +1,128 @@
+/* lua_bridge.c: LuaJIT states and the protected batch call into gobblin.runtime.
+ *
+ * Each task owns one state, so tasks run in parallel threads without sharing a Lua lock. The engine makes
+ * one lua_pcall per batch; the script pulls records from the batch's FFI array and pushes output back
+ * through the kg_ffi_* functions (kg_ffi.h), so no C-to-Lua callback happens per record. */
+#include "lua_bridge.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kg_lua {
+  lua_State *L;
+  int process_ref; /* registry reference of the batch function */
+};
+
+static const char *lua_dir(void) {
+  const char *dir = getenv("KINGEST_LUA_PATH");
+  return dir && *dir ? dir : KINGEST_LUA_DIR;
+}
+
+lua_State *kg_lua_state_new(const char *job_file) {
+  lua_State *L = luaL_newstate();
+  if (!L) return NULL;
+  luaL_openlibs(L);
+  kg_buf_t path = {0};
+  kg_buf_appendf(&path, "%s/?.lua;%s/?/init.lua;", lua_dir(), lua_dir());
+  if (job_file) {
+    const char *slash = strrchr(job_file, '/');
+    if (slash)
+      kg_buf_appendf(&path, "%.*s/?.lua;", (int)(slash - job_file), job_file);
+    else
+      kg_buf_appendf(&path, "./?.lua;");
+  }
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  kg_buf_appendf(&path, "%s", lua_tostring(L, -1));
+  lua_pop(L, 1);
+  lua_pushstring(L, path.data);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+  kg_buf_free(&path);
+  return L;
+}
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+int kg_lua_pcall(lua_State *L, int nargs, int nresults, char *errbuf) {
+  int base = lua_gettop(L) - nargs;
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
+  int rc = lua_pcall(L, nargs, nresults, base);
+  lua_remove(L, base);
+  if (rc) {
+    kg_fail(errbuf, KG_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "(no message)");
+    lua_pop(L, 1);
+    return KG_ELUA;
+  }
+  return KG_OK;
+}
+
+int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf) {
+  *out = NULL;
+  lua_State *L = kg_lua_state_new(job_file);
+  if (!L) return kg_fail(errbuf, KG_ENOMEM, "cannot create a Lua state");
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "gobblin.runtime");
+  if (kg_lua_pcall(L, 1, 1, errbuf)) {
+    lua_close(L);
+    return KG_ELUA;
+  }
+  lua_getfield(L, -1, "processor");
+  if (job_file)
+    lua_pushstring(L, job_file);
+  else
+    lua_pushnil(L);
+  if (kg_lua_pcall(L, 1, 1, errbuf)) {
+    lua_close(L);
+    return KG_ELUA;
+  }
+  kg_lua_t *lua = kg_xcalloc(1, sizeof *lua);
+  lua->L = L;
+  lua->process_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pop(L, 1); /* the runtime module */
+  *out = lua;
+  return KG_OK;
+}
+
+void kg_lua_destroy(kg_lua_t *lua) {
+  if (!lua) return;
+  lua_close(lua->L);
+  free(lua);
+}
+
+int kg_lua_process(kg_lua_t *lua, kg_batch_t *batch, char *errbuf) {
+  lua_rawgeti(lua->L, LUA_REGISTRYINDEX, lua->process_ref);
+  lua_pushlightuserdata(lua->L, batch);
+  return kg_lua_pcall(lua->L, 1, 0, errbuf);
+}
+
+/* The FFI exports. batch->sink is a kg_sink_t set up by the task. */
+
+int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len) {
+  kg_sink_t *sink = batch->sink;
+  int32_t i = batch->next - 1;
+  return sink->emit(sink->ctx, i >= 0 && i < batch->count ? &batch->records[i] : NULL, data, len);
+}
+
+int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record) {
+  if (!record->value_ptr) return kg_ffi_batch_emit(batch, "", 0);
+  return kg_ffi_batch_emit(batch, record->value_ptr, record->value_len);
+}
+
+void kg_ffi_log(int level, const char *message) {
+  if (level < KG_LOG_DEBUG || level > KG_LOG_ERROR) level = KG_LOG_INFO;
+  kg_log((kg_log_level_t)level, "%s", message);
+}

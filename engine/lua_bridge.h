@@ -1,0 +1,28 @@
+/* lua_bridge.h: LuaJIT states for job files and tasks, and the protected once-per-batch call. */
+#ifndef KG_LUA_BRIDGE_H
+#define KG_LUA_BRIDGE_H
+
+#include "kg_common.h"
+#include "kg_ffi.h"
+
+typedef struct lua_State lua_State;
+typedef struct kg_lua kg_lua_t;
+
+/* A new Lua state with the standard libraries and package.path set to lua/gobblin (KINGEST_LUA_PATH, or
+ * the source tree's lua/) and the folder of JOB_FILE (may be NULL). */
+lua_State *kg_lua_state_new(const char *job_file);
+
+/* Calls the function on top of the stack with NARGS arguments below it, protected, with a traceback in
+ * ERRBUF on failure. Returns KG_OK or KG_ELUA. Leaves NRESULTS results on success. */
+int kg_lua_pcall(lua_State *L, int nargs, int nresults, char *errbuf);
+
+/* A task's Lua state: loads JOB_FILE (a job.lua, or NULL for a properties job) and gobblin.runtime. */
+int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf);
+void kg_lua_destroy(kg_lua_t *lua);
+
+/* Runs the task's record loop over BATCH from batch->next on, in one protected call. On a script error
+ * returns KG_ELUA with the message and traceback in ERRBUF; the failing record is batch->next - 1, and a
+ * second call resumes after it. */
+int kg_lua_process(kg_lua_t *lua, kg_batch_t *batch, char *errbuf);
+
+#endif

@@ -1,0 +1,34 @@
+/* metrics.h: counters per task and per job, with Gobblin's metric names, and the metrics file. */
+#ifndef KG_METRICS_H
+#define KG_METRICS_H
+
+#include "kg_common.h"
+
+#define KG_M_RECORDS_READ "gobblin.extractor.records.read"
+#define KG_M_RECORDS_FAILED "gobblin.extractor.records.failed"
+#define KG_M_EXTRACT_TIME "gobblin.extractor.extract.time"
+#define KG_M_DECODE_ERRORS "num.of.decoding.errors"
+#define KG_M_CONVERTER_IN "gobblin.converter.records.in"
+#define KG_M_CONVERTER_OUT "gobblin.converter.records.out"
+#define KG_M_RECORDS_WRITTEN "gobblin.writer.records.written"
+#define KG_M_BYTES_WRITTEN "gobblin.writer.bytes.written"
+#define KG_M_OFFSET_RESETS "kafka.offset.resets"
+
+/* A set of named counters. Not thread-safe: each task owns its own, the job merges them at the end. */
+typedef struct {
+  char **names;
+  int64_t *values;
+  size_t count;
+  size_t cap;
+} kg_metrics_t;
+
+void kg_metrics_add(kg_metrics_t *m, const char *name, int64_t delta);
+int64_t kg_metrics_get(const kg_metrics_t *m, const char *name);
+void kg_metrics_merge(kg_metrics_t *into, const kg_metrics_t *from);
+void kg_metrics_free(kg_metrics_t *m);
+/* Appends the counters as a JSON object to OUT. */
+void kg_metrics_json(const kg_metrics_t *m, kg_buf_t *out);
+/* Appends S as a JSON string literal to OUT. */
+void kg_json_string(kg_buf_t *out, const char *s);
+
+#endif

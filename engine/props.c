@@ -1,0 +1,296 @@
+/* props.c: the ordered property map and a Java-properties reader with ${env:VAR} substitution.
+ *
+ * The reader follows java.util.Properties.load: logical lines joined by a trailing odd backslash, '#'
+ * and '!' comments, a key ended by the first unescaped '=', ':' or blank, and the escapes \t \n \r \f
+ * \uXXXX. Values may then refer to environment variables (${env:HOME}) and to other keys (${job.name}),
+ * as Gobblin's job files do. */
+#include "props.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  char *key;
+  char *value;
+  char *origin;
+} kg_prop_t;
+
+struct kg_props {
+  kg_prop_t *items;
+  size_t count;
+  size_t cap;
+};
+
+kg_props_t *kg_props_new(void) { return kg_xcalloc(1, sizeof(kg_props_t)); }
+
+void kg_props_destroy(kg_props_t *props) {
+  if (!props) return;
+  for (size_t i = 0; i < props->count; i++) {
+    free(props->items[i].key);
+    free(props->items[i].value);
+    free(props->items[i].origin);
+  }
+  free(props->items);
+  free(props);
+}
+
+static kg_prop_t *find(const kg_props_t *props, const char *key) {
+  for (size_t i = 0; i < props->count; i++)
+    if (!strcmp(props->items[i].key, key)) return &props->items[i];
+  return NULL;
+}
+
+void kg_props_set(kg_props_t *props, const char *key, const char *value, const char *origin) {
+  kg_prop_t *p = find(props, key);
+  if (!p) {
+    if (props->count == props->cap) {
+      props->cap = props->cap ? props->cap * 2 : 32;
+      props->items = kg_xrealloc(props->items, props->cap * sizeof(kg_prop_t));
+    }
+    p = &props->items[props->count++];
+    p->key = kg_xstrdup(key);
+    p->value = NULL;
+    p->origin = NULL;
+  }
+  char *v = kg_xstrdup(value);
+  free(p->value);
+  p->value = v;
+  free(p->origin);
+  p->origin = origin ? kg_xstrdup(origin) : NULL;
+}
+
+const char *kg_props_get(const kg_props_t *props, const char *key) {
+  kg_prop_t *p = find(props, key);
+  return p ? p->value : NULL;
+}
+
+const char *kg_props_origin(const kg_props_t *props, const char *key) {
+  kg_prop_t *p = find(props, key);
+  return p ? p->origin : NULL;
+}
+
+bool kg_props_has(const kg_props_t *props, const char *key) { return find(props, key) != NULL; }
+size_t kg_props_count(const kg_props_t *props) { return props->count; }
+const char *kg_props_key_at(const kg_props_t *props, size_t i) { return props->items[i].key; }
+const char *kg_props_value_at(const kg_props_t *props, size_t i) { return props->items[i].value; }
+
+/* Appends the UTF-8 encoding of code point CP. */
+static void put_utf8(kg_buf_t *out, unsigned cp) {
+  char b[4];
+  size_t n;
+  if (cp < 0x80) {
+    b[0] = (char)cp;
+    n = 1;
+  } else if (cp < 0x800) {
+    b[0] = (char)(0xC0 | (cp >> 6));
+    b[1] = (char)(0x80 | (cp & 0x3F));
+    n = 2;
+  } else {
+    b[0] = (char)(0xE0 | (cp >> 12));
+    b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    b[2] = (char)(0x80 | (cp & 0x3F));
+    n = 3;
+  }
+  kg_buf_append(out, b, n);
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Unescapes S[0..n) into OUT. Returns false on a malformed \u escape. */
+static bool unescape(const char *s, size_t n, kg_buf_t *out) {
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (c != '\\') {
+      kg_buf_append(out, &c, 1);
+      continue;
+    }
+    if (++i >= n) break; /* a lone trailing backslash is dropped, as Java does */
+    c = s[i];
+    switch (c) {
+    case 't': kg_buf_append(out, "\t", 1); break;
+    case 'n': kg_buf_append(out, "\n", 1); break;
+    case 'r': kg_buf_append(out, "\r", 1); break;
+    case 'f': kg_buf_append(out, "\f", 1); break;
+    case 'u': {
+      if (i + 4 >= n) return false;
+      unsigned cp = 0;
+      for (int k = 1; k <= 4; k++) {
+        int h = hexval(s[i + (size_t)k]);
+        if (h < 0) return false;
+        cp = cp * 16 + (unsigned)h;
+      }
+      put_utf8(out, cp);
+      i += 4;
+      break;
+    }
+    default: kg_buf_append(out, &c, 1); break;
+    }
+  }
+  if (out->len == 0) kg_buf_append(out, "", 0);
+  return true;
+}
+
+int kg_props_parse(kg_props_t *props, const char *text, size_t len, const char *name, char *errbuf) {
+  size_t pos = 0;
+  int lineno = 0;
+  kg_buf_t logical = {0};
+  while (pos < len) {
+    /* Gather one logical line, remembering the number of its first natural line. */
+    logical.len = 0;
+    int first_line = lineno + 1;
+    bool cont = true;
+    bool first = true;
+    while (cont && pos < len) {
+      size_t start = pos;
+      while (pos < len && text[pos] != '\n' && text[pos] != '\r') pos++;
+      size_t end = pos;
+      if (pos < len && text[pos] == '\r') pos++;
+      if (pos < len && text[pos] == '\n') pos++; /* \n, \r\n, or a lone \r end a line */
+      lineno++;
+      /* Continuation lines lose their leading blanks. */
+      if (!first)
+        while (start < end && (text[start] == ' ' || text[start] == '\t' || text[start] == '\f')) start++;
+      if (first) {
+        size_t s = start;
+        while (s < end && (text[s] == ' ' || text[s] == '\t' || text[s] == '\f')) s++;
+        if (s == end || text[s] == '#' || text[s] == '!') break; /* blank or comment line */
+      }
+      size_t bs = 0;
+      while (bs < end - start && text[end - 1 - bs] == '\\') bs++;
+      cont = (bs % 2) == 1;
+      kg_buf_append(&logical, text + start, end - start - (cont ? 1 : 0));
+      first = false;
+    }
+    if (logical.len == 0) continue;
+
+    const char *l = logical.data;
+    size_t n = logical.len, i = 0;
+    while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == '\f')) i++;
+    size_t kstart = i;
+    while (i < n && l[i] != '=' && l[i] != ':' && l[i] != ' ' && l[i] != '\t' && l[i] != '\f') {
+      if (l[i] == '\\') i++;
+      i++;
+    }
+    if (i > n) i = n;
+    size_t kend = i;
+    while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == '\f')) i++;
+    if (i < n && (l[i] == '=' || l[i] == ':')) i++;
+    while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == '\f')) i++;
+
+    kg_buf_t key = {0}, value = {0};
+    char origin[512];
+    snprintf(origin, sizeof origin, "%s:%d", name, first_line);
+    if (!unescape(l + kstart, kend - kstart, &key) || !unescape(l + i, n - i, &value)) {
+      kg_buf_free(&key);
+      kg_buf_free(&value);
+      kg_buf_free(&logical);
+      return kg_fail(errbuf, KG_EINVAL, "%s: malformed \\uXXXX escape", origin);
+    }
+    if (key.len == 0) {
+      kg_buf_free(&key);
+      kg_buf_free(&value);
+      kg_buf_free(&logical);
+      return kg_fail(errbuf, KG_EINVAL, "%s: a line with a value but no property name", origin);
+    }
+    kg_props_set(props, key.data, value.data ? value.data : "", origin);
+    kg_buf_free(&key);
+    kg_buf_free(&value);
+  }
+  kg_buf_free(&logical);
+  return kg_props_resolve(props, errbuf);
+}
+
+int kg_props_load_file(kg_props_t *props, const char *path, char *errbuf) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return kg_fail(errbuf, KG_EIO, "%s: cannot read job file: %s", path, strerror(errno));
+  kg_buf_t text = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) kg_buf_append(&text, chunk, n);
+  bool bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    kg_buf_free(&text);
+    return kg_fail(errbuf, KG_EIO, "%s: cannot read job file", path);
+  }
+  int rc = kg_props_parse(props, text.data ? text.data : "", text.len, path, errbuf);
+  kg_buf_free(&text);
+  return rc;
+}
+
+/* Expands references in the value of item IDX into OUT. DEPTH guards against cycles. */
+static int expand(kg_props_t *props, size_t idx, const char *value, kg_buf_t *out, int depth, char *errbuf) {
+  const kg_prop_t *p = &props->items[idx];
+  const char *where = p->origin ? p->origin : p->key;
+  if (depth > 32)
+    return kg_fail(errbuf, KG_EINVAL, "%s: property %s: references form a cycle", where, p->key);
+  const char *s = value;
+  while (*s) {
+    const char *open = strstr(s, "${");
+    if (!open) {
+      kg_buf_append(out, s, strlen(s));
+      break;
+    }
+    kg_buf_append(out, s, (size_t)(open - s));
+    const char *close = strchr(open + 2, '}');
+    if (!close)
+      return kg_fail(errbuf, KG_EINVAL, "%s: property %s: unterminated ${ in value", where, p->key);
+    char *ref = kg_xstrndup(open + 2, (size_t)(close - open - 2));
+    if (!strncmp(ref, "env:", 4)) {
+      const char *v = getenv(ref + 4);
+      if (!v) {
+        int rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to environment variable %s, which is not set",
+                         where, p->key, ref + 4);
+        free(ref);
+        return rc;
+      }
+      kg_buf_append(out, v, strlen(v));
+    } else {
+      kg_prop_t *target = find(props, ref);
+      if (!target) {
+        int rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to ${%s}, which is not defined", where,
+                         p->key, ref);
+        free(ref);
+        return rc;
+      }
+      int rc = expand(props, (size_t)(target - props->items), target->value, out, depth + 1, errbuf);
+      if (rc) {
+        free(ref);
+        return rc;
+      }
+    }
+    free(ref);
+    s = close + 1;
+  }
+  return KG_OK;
+}
+
+int kg_props_resolve(kg_props_t *props, char *errbuf) {
+  size_t n = props->count;
+  char **resolved = kg_xcalloc(n, sizeof(char *));
+  int rc = KG_OK;
+  for (size_t i = 0; i < n && rc == KG_OK; i++) {
+    if (!strstr(props->items[i].value, "${")) continue;
+    kg_buf_t out = {0};
+    kg_buf_append(&out, "", 0);
+    rc = expand(props, i, props->items[i].value, &out, 0, errbuf);
+    resolved[i] = out.data;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (rc == KG_OK && resolved[i]) {
+      free(props->items[i].value);
+      props->items[i].value = resolved[i];
+    } else {
+      free(resolved[i]);
+    }
+  }
+  free(resolved);
+  return rc;
+}

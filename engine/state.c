@@ -1,0 +1,303 @@
+/* state.c: the SQLite state store. WAL journal with synchronous=FULL: a committed transaction survives a
+ * crash of the process or the machine. */
+#include "state.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+struct kg_state {
+  sqlite3 *db;
+  char *path;
+};
+
+static const char *schema =
+    "CREATE TABLE IF NOT EXISTS kg_meta(key TEXT PRIMARY KEY, value TEXT);"
+    "INSERT OR IGNORE INTO kg_meta VALUES('schema_version', '1');"
+    "CREATE TABLE IF NOT EXISTS partition_state("
+    "  topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,"
+    "  avg_record_millis REAL, avg_record_size REAL, records_pulled INTEGER, job_id TEXT, updated_ms INTEGER,"
+    "  PRIMARY KEY(topic, partition));"
+    "CREATE TABLE IF NOT EXISTS runs("
+    "  job_id TEXT PRIMARY KEY, started_ms INTEGER, ended_ms INTEGER, records INTEGER, bytes INTEGER,"
+    "  result TEXT, message TEXT);"
+    "CREATE TABLE IF NOT EXISTS pending_moves("
+    "  job_id TEXT NOT NULL, seq INTEGER NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL,"
+    "  PRIMARY KEY(job_id, seq));"
+    "CREATE TABLE IF NOT EXISTS pending_partitions("
+    "  job_id TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,"
+    "  has_stats INTEGER NOT NULL, avg_record_millis REAL, avg_record_size REAL, records_pulled INTEGER,"
+    "  PRIMARY KEY(job_id, topic, partition));";
+
+static int db_fail(kg_state_t *s, char *errbuf, const char *what) {
+  return kg_fail(errbuf, KG_ESTATE, "state store %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+}
+
+char *kg_state_path(const char *dir, const char *job) { return kg_xasprintf("%s/%s.db", dir, job); }
+
+int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **out, char *errbuf) {
+  *out = NULL;
+  char *path = kg_state_path(dir, job);
+  if (!create && access(path, F_OK) != 0) {
+    int rc = kg_fail(errbuf, KG_ENOTFOUND, "no state for job %s: %s does not exist", job, path);
+    free(path);
+    return rc;
+  }
+  if (create) {
+    int rc = kg_fs_mkdirs(dir, errbuf);
+    if (rc) {
+      free(path);
+      return kg_fail(errbuf, KG_EIO, "state.store.dir %s cannot be created: %s", dir, strerror(errno));
+    }
+  }
+  kg_state_t *s = kg_xcalloc(1, sizeof *s);
+  s->path = path;
+  int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX;
+  if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
+    int rc = db_fail(s, errbuf, "cannot open");
+    kg_state_close(s);
+    return rc;
+  }
+  sqlite3_busy_timeout(s->db, 10000);
+  char *err = NULL;
+  if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, &err) != SQLITE_OK ||
+      sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK) {
+    int rc = kg_fail(errbuf, KG_ESTATE, "state store %s: %s", path, err ? err : "cannot initialise");
+    sqlite3_free(err);
+    kg_state_close(s);
+    return rc;
+  }
+  *out = s;
+  return KG_OK;
+}
+
+void kg_state_close(kg_state_t *s) {
+  if (!s) return;
+  sqlite3_close(s->db);
+  free(s->path);
+  free(s);
+}
+
+int kg_state_partitions(kg_state_t *s, kg_partition_state_t **out, size_t *count, char *errbuf) {
+  *out = NULL;
+  *count = 0;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT topic, partition, next_offset, avg_record_millis, avg_record_size, records_pulled,"
+                         " updated_ms FROM partition_state ORDER BY topic, partition",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot read partitions");
+  size_t n = 0, cap = 0;
+  kg_partition_state_t *parts = NULL;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      parts = kg_xrealloc(parts, cap * sizeof *parts);
+    }
+    kg_partition_state_t *p = &parts[n++];
+    memset(p, 0, sizeof *p);
+    p->topic = kg_xstrdup((const char *)sqlite3_column_text(st, 0));
+    p->partition = sqlite3_column_int(st, 1);
+    p->next_offset = sqlite3_column_int64(st, 2);
+    p->has_stats = sqlite3_column_type(st, 3) != SQLITE_NULL;
+    p->avg_record_millis = sqlite3_column_double(st, 3);
+    p->avg_record_size = sqlite3_column_double(st, 4);
+    p->records_pulled = sqlite3_column_int64(st, 5);
+    p->updated_ms = sqlite3_column_int64(st, 6);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    kg_state_free_partitions(parts, n);
+    return db_fail(s, errbuf, "cannot read partitions");
+  }
+  *out = parts;
+  *count = n;
+  return KG_OK;
+}
+
+void kg_state_free_partitions(kg_partition_state_t *parts, size_t count) {
+  for (size_t i = 0; i < count; i++) free(parts[i].topic);
+  free(parts);
+}
+
+const kg_partition_state_t *kg_state_find(const kg_partition_state_t *parts, size_t count, const char *topic,
+                                          int32_t partition) {
+  for (size_t i = 0; i < count; i++)
+    if (parts[i].partition == partition && !strcmp(parts[i].topic, topic)) return &parts[i];
+  return NULL;
+}
+
+static int exec(kg_state_t *s, const char *sql, char *errbuf) {
+  char *err = NULL;
+  if (sqlite3_exec(s->db, sql, NULL, NULL, &err) != SQLITE_OK) {
+    int rc = kg_fail(errbuf, KG_ESTATE, "state store %s: %s", s->path, err ? err : sqlite3_errmsg(s->db));
+    sqlite3_free(err);
+    return rc;
+  }
+  return KG_OK;
+}
+
+/* Runs SQL with one text parameter. */
+static int exec1(kg_state_t *s, const char *sql, const char *param, char *errbuf) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(s, errbuf, "cannot prepare");
+  sqlite3_bind_text(st, 1, param, -1, SQLITE_TRANSIENT);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot write");
+}
+
+int kg_state_commit_begin(kg_state_t *s, const char *job_id, const kg_move_t *moves, size_t nmoves,
+                          const kg_partition_state_t *parts, size_t nparts, char *errbuf) {
+  int rc = exec(s, "BEGIN IMMEDIATE", errbuf);
+  if (rc) return rc;
+  sqlite3_stmt *mv = NULL, *pp = NULL;
+  if (sqlite3_prepare_v2(s->db, "INSERT INTO pending_moves VALUES(?,?,?,?)", -1, &mv, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(s->db, "INSERT INTO pending_partitions VALUES(?,?,?,?,?,?,?,?)", -1, &pp, NULL) != SQLITE_OK) {
+    rc = db_fail(s, errbuf, "cannot record the commit");
+    goto out;
+  }
+  for (size_t i = 0; i < nmoves && !rc; i++) {
+    sqlite3_reset(mv);
+    sqlite3_bind_text(mv, 1, job_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(mv, 2, (sqlite3_int64)i);
+    sqlite3_bind_text(mv, 3, moves[i].src, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(mv, 4, moves[i].dst, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(mv) != SQLITE_DONE) rc = db_fail(s, errbuf, "cannot record the commit");
+  }
+  for (size_t i = 0; i < nparts && !rc; i++) {
+    const kg_partition_state_t *p = &parts[i];
+    sqlite3_reset(pp);
+    sqlite3_bind_text(pp, 1, job_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(pp, 2, p->topic, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(pp, 3, p->partition);
+    sqlite3_bind_int64(pp, 4, p->next_offset);
+    sqlite3_bind_int(pp, 5, p->has_stats);
+    sqlite3_bind_double(pp, 6, p->avg_record_millis);
+    sqlite3_bind_double(pp, 7, p->avg_record_size);
+    sqlite3_bind_int64(pp, 8, p->records_pulled);
+    if (sqlite3_step(pp) != SQLITE_DONE) rc = db_fail(s, errbuf, "cannot record the commit");
+  }
+out:
+  sqlite3_finalize(mv);
+  sqlite3_finalize(pp);
+  if (rc) {
+    exec(s, "ROLLBACK", NULL);
+    return rc;
+  }
+  return exec(s, "COMMIT", errbuf);
+}
+
+int kg_state_commit_finish(kg_state_t *s, const char *job_id, char *errbuf) {
+  int rc = exec(s, "BEGIN IMMEDIATE", errbuf);
+  if (rc) return rc;
+  char now[32];
+  snprintf(now, sizeof now, "%lld", (long long)kg_now_ms());
+  char *upsert = kg_xasprintf(
+      "INSERT INTO partition_state(topic, partition, next_offset, avg_record_millis, avg_record_size,"
+      " records_pulled, job_id, updated_ms)"
+      " SELECT topic, partition, next_offset,"
+      "  CASE WHEN has_stats THEN avg_record_millis END, CASE WHEN has_stats THEN avg_record_size END,"
+      "  CASE WHEN has_stats THEN records_pulled END, job_id, %s FROM pending_partitions WHERE job_id = ?1 AND true"
+      " ON CONFLICT(topic, partition) DO UPDATE SET next_offset = excluded.next_offset,"
+      "  avg_record_millis = coalesce(excluded.avg_record_millis, avg_record_millis),"
+      "  avg_record_size = coalesce(excluded.avg_record_size, avg_record_size),"
+      "  records_pulled = coalesce(excluded.records_pulled, records_pulled),"
+      "  job_id = excluded.job_id, updated_ms = excluded.updated_ms",
+      now);
+  rc = exec1(s, upsert, job_id, errbuf);
+  free(upsert);
+  if (!rc) rc = exec1(s, "DELETE FROM pending_partitions WHERE job_id = ?", job_id, errbuf);
+  if (!rc) rc = exec1(s, "DELETE FROM pending_moves WHERE job_id = ?", job_id, errbuf);
+  if (rc) {
+    exec(s, "ROLLBACK", NULL);
+    return rc;
+  }
+  return exec(s, "COMMIT", errbuf);
+}
+
+int kg_state_commit_abort(kg_state_t *s, const char *job_id, char *errbuf) {
+  int rc = exec(s, "BEGIN IMMEDIATE", errbuf);
+  if (!rc) rc = exec1(s, "DELETE FROM pending_partitions WHERE job_id = ?", job_id, errbuf);
+  if (!rc) rc = exec1(s, "DELETE FROM pending_moves WHERE job_id = ?", job_id, errbuf);
+  if (rc) {
+    exec(s, "ROLLBACK", NULL);
+    return rc;
+  }
+  return exec(s, "COMMIT", errbuf);
+}
+
+int kg_state_pending(kg_state_t *s, char **job_id, kg_move_t **moves, size_t *nmoves, char *errbuf) {
+  *job_id = NULL;
+  *moves = NULL;
+  *nmoves = 0;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT job_id FROM pending_partitions UNION SELECT job_id FROM pending_moves LIMIT 1",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot read the commit journal");
+  if (sqlite3_step(st) == SQLITE_ROW) *job_id = kg_xstrdup((const char *)sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  if (!*job_id) return KG_OK;
+  if (sqlite3_prepare_v2(s->db, "SELECT src, dst FROM pending_moves WHERE job_id = ? ORDER BY seq", -1, &st,
+                         NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot read the commit journal");
+  sqlite3_bind_text(st, 1, *job_id, -1, SQLITE_TRANSIENT);
+  size_t cap = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    if (*nmoves == cap) {
+      cap = cap ? cap * 2 : 16;
+      *moves = kg_xrealloc(*moves, cap * sizeof **moves);
+    }
+    (*moves)[*nmoves].src = kg_xstrdup((const char *)sqlite3_column_text(st, 0));
+    (*moves)[*nmoves].dst = kg_xstrdup((const char *)sqlite3_column_text(st, 1));
+    (*nmoves)++;
+  }
+  sqlite3_finalize(st);
+  return KG_OK;
+}
+
+void kg_state_free_moves(kg_move_t *moves, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    free(moves[i].src);
+    free(moves[i].dst);
+  }
+  free(moves);
+}
+
+int kg_state_run_begin(kg_state_t *s, const char *job_id, int64_t started_ms, char *errbuf) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO runs(job_id, started_ms, result) VALUES(?, ?, 'RUNNING')",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot record the run");
+  sqlite3_bind_text(st, 1, job_id, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 2, started_ms);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the run");
+}
+
+int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, int64_t records, int64_t bytes,
+                     const char *result, const char *message, char *errbuf) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db,
+                         "UPDATE runs SET ended_ms = ?, records = ?, bytes = ?, result = ?, message = ? WHERE job_id = ?",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot record the run");
+  sqlite3_bind_int64(st, 1, ended_ms);
+  sqlite3_bind_int64(st, 2, records);
+  sqlite3_bind_int64(st, 3, bytes);
+  sqlite3_bind_text(st, 4, result, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 5, message ? message : "", -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 6, job_id, -1, SQLITE_TRANSIENT);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the run");
+}

@@ -1,0 +1,58 @@
+/* state.h: the job's state store: per-partition offsets and statistics, run history, and the commit
+ * journal, in one SQLite database per job (<state.store.dir>/<job>.db). */
+#ifndef KG_STATE_H
+#define KG_STATE_H
+
+#include "kg_common.h"
+
+typedef struct kg_state kg_state_t;
+
+typedef struct {
+  char *topic;              /* owned */
+  int32_t partition;
+  int64_t next_offset;      /* the first offset the next run pulls */
+  bool has_stats;           /* false: keep the statistics already stored */
+  double avg_record_millis; /* average milliseconds per record of the last run that pulled any */
+  double avg_record_size;   /* average bytes per record, same run */
+  int64_t records_pulled;   /* records of that run */
+  int64_t updated_ms;       /* when this row was last committed */
+} kg_partition_state_t;
+
+typedef struct {
+  char *src; /* task output, owned */
+  char *dst; /* final place, owned */
+} kg_move_t;
+
+/* The database path of JOB under DIR; a new string. */
+char *kg_state_path(const char *dir, const char *job);
+
+/* Opens (CREATE: creating DIR and the database) the state of JOB under DIR. KG_ENOTFOUND when it does not
+ * exist and CREATE is false. */
+int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **out, char *errbuf);
+void kg_state_close(kg_state_t *state);
+
+/* Every stored partition, sorted by topic and partition; free with kg_state_free_partitions. */
+int kg_state_partitions(kg_state_t *state, kg_partition_state_t **out, size_t *count, char *errbuf);
+void kg_state_free_partitions(kg_partition_state_t *parts, size_t count);
+/* The entry of TOPIC:PARTITION in PARTS, or NULL. */
+const kg_partition_state_t *kg_state_find(const kg_partition_state_t *parts, size_t count, const char *topic,
+                                          int32_t partition);
+
+/* The commit, in three durable steps (see README, "Commit protocol"):
+ * begin records the file moves and the new partition states under JOB_ID in one transaction; the caller
+ * then carries out the moves; finish applies the partition states and clears the journal in one
+ * transaction. abort clears a journal whose moves were undone. */
+int kg_state_commit_begin(kg_state_t *state, const char *job_id, const kg_move_t *moves, size_t nmoves,
+                          const kg_partition_state_t *parts, size_t nparts, char *errbuf);
+int kg_state_commit_finish(kg_state_t *state, const char *job_id, char *errbuf);
+int kg_state_commit_abort(kg_state_t *state, const char *job_id, char *errbuf);
+/* An unfinished commit: *JOB_ID is NULL when there is none. Caller frees the job id and the moves. */
+int kg_state_pending(kg_state_t *state, char **job_id, kg_move_t **moves, size_t *nmoves, char *errbuf);
+void kg_state_free_moves(kg_move_t *moves, size_t count);
+
+/* Run history. */
+int kg_state_run_begin(kg_state_t *state, const char *job_id, int64_t started_ms, char *errbuf);
+int kg_state_run_end(kg_state_t *state, const char *job_id, int64_t ended_ms, int64_t records, int64_t bytes,
+                     const char *result, const char *message, char *errbuf);
+
+#endif

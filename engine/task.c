@@ -1,0 +1,260 @@
+/* task.c: the extractor loop of one task.
+ *
+ * For each work unit, in order: start fetching at the low watermark, take batches of records, drop those
+ * below the next expected offset or at/after the high watermark, hand the rest to Lua in one protected
+ * call (decodeRecord), and write what comes back. A script error fails the record it happened on; the
+ * batch call then resumes after it. */
+#include "task.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+#include "kafka.h"
+#include "lua_bridge.h"
+#include "writer.h"
+
+/* The writer of one file path, opened on the first record that goes there. */
+typedef struct {
+  char *file_path;
+  char *staging;
+  kg_writer_t *writer;
+} kg_output_t;
+
+typedef struct {
+  kg_task_t *task;
+  kg_output_t *outputs;
+  size_t noutputs;
+  kg_output_t *current;       /* the output of the partition being pulled */
+  int write_rc;
+  char write_error[KG_ERRLEN];
+} kg_task_run_t;
+
+char *kg_task_file_path(const kg_config_t *c, const char *topic, const char *extract_id) {
+  if (c->path_type == KG_PATH_TABLENAME) return kg_xstrdup(topic);
+  char *ns = kg_xstrdup(c->extract_namespace);
+  for (char *p = ns; *p; p++)
+    if (*p == '.') *p = '/';
+  char *fp;
+  if (c->path_type == KG_PATH_NAMESPACE_TABLE)
+    fp = *ns ? kg_xasprintf("%s/%s", ns, topic) : kg_xstrdup(topic);
+  else
+    fp = *ns ? kg_xasprintf("%s/%s/%s_append", ns, topic, extract_id) : kg_xasprintf("%s/%s_append", topic, extract_id);
+  free(ns);
+  return fp;
+}
+
+static kg_output_t *output_for(kg_task_run_t *run, const char *topic) {
+  kg_task_t *t = run->task;
+  char *fp = kg_task_file_path(t->config, topic, t->extract_id);
+  for (size_t i = 0; i < run->noutputs; i++)
+    if (!strcmp(run->outputs[i].file_path, fp)) {
+      free(fp);
+      return &run->outputs[i];
+    }
+  run->outputs = kg_xrealloc(run->outputs, (run->noutputs + 1) * sizeof(kg_output_t));
+  kg_output_t *o = &run->outputs[run->noutputs++];
+  o->file_path = fp;
+  o->staging = kg_xasprintf("%s/task-staging/%s/part.%s.%s", t->job_dir, fp, t->task_id, t->config->output_format);
+  o->writer = NULL;
+  return o;
+}
+
+static int emit(void *ctx, const kg_record_t *record, const char *data, size_t len) {
+  kg_task_run_t *run = ctx;
+  kg_output_t *o = run->current;
+  if (run->write_rc) return run->write_rc;
+  const kg_config_t *c = run->task->config;
+  if (!o->writer) {
+    run->write_rc = kg_writer_open(o->staging, c->delimiter, c->delimiter_len, c->prepend_size, &o->writer,
+                                   run->write_error);
+    if (run->write_rc) return run->write_rc;
+  }
+  run->write_rc = kg_writer_write(o->writer, data, len, run->write_error);
+  if (run->write_rc == KG_OK) {
+    kg_metrics_add(&run->task->metrics, KG_M_RECORDS_WRITTEN, 1);
+    kg_metrics_add(&run->task->metrics, KG_M_BYTES_WRITTEN,
+                   (int64_t)(len + c->delimiter_len + (c->prepend_size ? 8 : 0)));
+  }
+  return run->write_rc;
+}
+
+/* Pulls one work unit. Returns KG_OK (the unit is done, perhaps short of its high watermark after a fetch
+ * error), or an error that fails the task (script policy, write failure). */
+static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_record_t *records,
+                     kg_workunit_t *wu, kg_unit_result_t *res, char *errbuf) {
+  kg_task_t *t = run->task;
+  const kg_config_t *c = t->config;
+  int64_t start = kg_mono_ms();
+  int64_t next = wu->low;
+  res->actual_high = wu->low;
+  KG_INFO("Pulling partition %s:%d from offset %lld to %lld, range=%lld", wu->topic, wu->partition,
+          (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low));
+  if (wu->high <= wu->low) goto finished;
+
+  run->current = output_for(run, wu->topic);
+  char ferr[KG_ERRLEN];
+  if (kg_kafka_fetch_start(kafka, wu->topic, wu->partition, wu->low, ferr)) {
+    KG_WARN("%s; moving on to the next partition", ferr);
+    res->fetch_failed = true;
+    goto finished;
+  }
+  kg_sink_t sink = {emit, run};
+  int64_t last_progress = kg_mono_ms();
+  int logged_errors = 0;
+  while (next < wu->high) {
+    int64_t eof_offset = -1;
+    /* Ask for no more than the range still needs, so the last batch returns as soon as it is complete. */
+    int64_t want = wu->high - next;
+    int n = kg_kafka_fetch(kafka, records, want < c->batch_size ? (int)want : c->batch_size, 500, &eof_offset, ferr);
+    if (n < 0) {
+      KG_WARN("%s; partition %s:%d stops at offset %lld", ferr, wu->topic, wu->partition, (long long)next);
+      res->fetch_failed = true;
+      break;
+    }
+    /* Keep the records inside [next, high). A record at or past high means the range has been read. */
+    int keep = 0;
+    bool past_high = false;
+    for (int i = 0; i < n; i++) {
+      int64_t off = (int64_t)records[i].offset;
+      if (off >= wu->high) past_high = true;
+      if (off < next || off >= wu->high) continue;
+      records[keep++] = records[i];
+    }
+    if (keep > 0) {
+      last_progress = kg_mono_ms();
+      for (int i = 0; i < keep; i++) res->bytes += (int64_t)records[i].value_len;
+      res->records += keep;
+      kg_metrics_add(&t->metrics, KG_M_RECORDS_READ, keep);
+      kg_batch_t batch = {.records = records, .count = keep, .next = 0, .sink = &sink};
+      while (batch.next < batch.count) {
+        char lerr[KG_ERRLEN];
+        int rc = kg_lua_process(lua, &batch, lerr);
+        if (run->write_rc) return kg_fail(errbuf, run->write_rc, "%s", run->write_error);
+        if (rc == KG_OK) break;
+        const kg_record_t *bad = &records[batch.next - 1];
+        res->decode_errors++;
+        kg_metrics_add(&t->metrics, KG_M_DECODE_ERRORS, 1);
+        kg_metrics_add(&t->metrics, KG_M_RECORDS_FAILED, 1);
+        if (c->decode_errors == KG_ERRORS_FAIL)
+          return kg_fail(errbuf, KG_ELUA, "decodeRecord failed for %s:%d at offset %.0f (decode.error.policy=fail): %s",
+                         wu->topic, wu->partition, bad->offset, lerr);
+        if (logged_errors++ < 5)
+          KG_WARN("Skipping record %s:%d at offset %.0f: decodeRecord failed: %s", wu->topic, wu->partition,
+                  bad->offset, lerr);
+        if (c->skip_error_limit >= 0 && kg_metrics_get(&t->metrics, KG_M_DECODE_ERRORS) > c->skip_error_limit)
+          return kg_fail(errbuf, KG_ELUA, "more than %lld undecodable records (task.skip.error.records); last at %s:%d offset %.0f",
+                         (long long)c->skip_error_limit, wu->topic, wu->partition, bad->offset);
+      }
+      next = (int64_t)records[keep - 1].offset + 1;
+    }
+    if (past_high) next = wu->high;
+    if (eof_offset >= 0) {
+      /* Every record below the partition's end has come: offsets that did not are gone (deleted,
+       * compacted, transaction markers). */
+      int64_t end = eof_offset < wu->high ? eof_offset : wu->high;
+      if (end > next) next = end;
+      if (next < wu->high) break;
+    }
+    if (keep == 0 && kg_mono_ms() - last_progress > c->fetch_timeout_ms) {
+      KG_WARN("No record from %s:%d for %lld ms (kafka.fetch.timeout.ms) at offset %lld, expected up to %lld; "
+              "moving on to the next partition",
+              wu->topic, wu->partition, (long long)c->fetch_timeout_ms, (long long)next, (long long)wu->high);
+      res->fetch_failed = true;
+      break;
+    }
+  }
+  kg_kafka_fetch_stop(kafka);
+  res->actual_high = next;
+finished:
+  res->elapsed_ms = kg_mono_ms() - start;
+  KG_INFO("Finished pulling partition %s:%d", wu->topic, wu->partition);
+  return KG_OK;
+}
+
+void kg_task_run(kg_task_t *t) {
+  int64_t start = kg_mono_ms();
+  kg_task_run_t run = {.task = t};
+  t->results = kg_xcalloc(t->nunits ? t->nunits : 1, sizeof(kg_unit_result_t));
+  t->succeeded = false;
+  kg_kafka_t *kafka = NULL;
+  kg_lua_t *lua = NULL;
+  kg_record_t *records = kg_xcalloc((size_t)t->config->batch_size, sizeof(kg_record_t));
+  char *err = t->error;
+  int rc = kg_lua_new(t->config->job_is_lua ? t->config->job_file : NULL, &lua, err);
+  if (!rc) rc = kg_kafka_new(t->config, &kafka, err);
+
+  const char *topic = NULL;
+  int64_t extracted = 0;
+  for (size_t i = 0; !rc && i < t->nunits; i++) {
+    kg_workunit_t *wu = t->units[i];
+    if (!topic || strcmp(topic, wu->topic)) {
+      if (topic) KG_INFO("Finished pulling topic %s", topic);
+      topic = wu->topic;
+      KG_INFO("Pulling topic %s", topic);
+    }
+    rc = pull_unit(&run, kafka, lua, records, wu, &t->results[i], err);
+    extracted += t->results[i].records;
+  }
+  if (!rc && topic) KG_INFO("Finished pulling topic %s", topic);
+  kg_metrics_add(&t->metrics, KG_M_EXTRACT_TIME, kg_mono_ms() - start);
+  if (!rc) {
+    KG_INFO("Extracted %lld data records", (long long)extracted);
+    for (size_t i = 0; i < t->nunits; i++)
+      KG_INFO("Actual high watermark for partition %s:%d=%lld, expected=%lld", t->units[i]->topic,
+              t->units[i]->partition, (long long)t->results[i].actual_high, (long long)t->units[i]->high);
+  }
+
+  /* Close the staging files and move them to task output; on failure remove them. */
+  for (size_t i = 0; i < run.noutputs; i++) {
+    kg_output_t *o = &run.outputs[i];
+    if (!o->writer) continue;
+    if (rc) {
+      kg_writer_abort(o->writer);
+      continue;
+    }
+    rc = kg_writer_close(o->writer, err);
+    o->writer = NULL;
+    if (rc) continue;
+    char *output = kg_xasprintf("%s/task-output/%s/part.%s.%s", t->job_dir, o->file_path, t->task_id,
+                                t->config->output_format);
+    rc = kg_fs_move(o->staging, output, err);
+    t->files = kg_xrealloc(t->files, (t->nfiles + 1) * sizeof(kg_task_file_t));
+    kg_task_file_t *f = &t->files[t->nfiles++];
+    f->file_path = kg_xstrdup(o->file_path);
+    f->output = output;
+    f->final = kg_xasprintf("%s/%s/part.%s.%s", t->config->final_dir, o->file_path, t->task_id,
+                            t->config->output_format);
+  }
+  for (size_t i = 0; i < run.noutputs; i++) {
+    if (run.outputs[i].writer) kg_writer_abort(run.outputs[i].writer);
+    free(run.outputs[i].file_path);
+    free(run.outputs[i].staging);
+  }
+  free(run.outputs);
+  free(records);
+  kg_kafka_destroy(kafka);
+  kg_lua_destroy(lua);
+  t->elapsed_ms = kg_mono_ms() - start;
+  t->succeeded = rc == KG_OK;
+  if (t->succeeded) {
+    KG_INFO("Task %s completed in %lldms with state SUCCESSFUL", t->task_id, (long long)t->elapsed_ms);
+  } else {
+    KG_ERROR("Task %s failed: %s", t->task_id, t->error);
+    KG_INFO("Task %s completed in %lldms with state FAILED", t->task_id, (long long)t->elapsed_ms);
+  }
+}
+
+void kg_task_clear(kg_task_t *t) {
+  free(t->task_id);
+  free(t->units);
+  free(t->results);
+  for (size_t i = 0; i < t->nfiles; i++) {
+    free(t->files[i].file_path);
+    free(t->files[i].output);
+    free(t->files[i].final);
+  }
+  free(t->files);
+  kg_metrics_free(&t->metrics);
+}

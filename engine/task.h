@@ -1,0 +1,53 @@
+/* task.h: one task: a group of work units pulled one after the other by its own Kafka consumer and Lua
+ * state, into staging files that are moved to task output when the task succeeds. */
+#ifndef KG_TASK_H
+#define KG_TASK_H
+
+#include "config.h"
+#include "metrics.h"
+#include "workunit.h"
+
+/* What a task did with one work unit. */
+typedef struct {
+  int64_t actual_high;   /* the next offset after what was pulled */
+  int64_t records;       /* records pulled (read from Kafka within the range) */
+  int64_t bytes;         /* payload bytes pulled */
+  int64_t elapsed_ms;    /* from the start of the partition to its end */
+  int64_t decode_errors;
+  bool fetch_failed;     /* the fetch stopped with an error before the high watermark */
+} kg_unit_result_t;
+
+/* One output file of a task. */
+typedef struct {
+  char *file_path;       /* FP: the sub-path under staging, task output and the final dir */
+  char *output;          /* the file in task-output */
+  char *final;           /* where the publisher puts it */
+} kg_task_file_t;
+
+typedef struct {
+  /* Set by the job before the run. */
+  int index;
+  char *task_id;                 /* task_<job>_<epoch ms>_<index> */
+  const kg_config_t *config;
+  kg_workunit_t **units;         /* borrowed, in the order they are pulled */
+  size_t nunits;
+  const char *job_dir;           /* <task.data.root.dir>/<job>/<jobId> */
+  const char *extract_id;        /* for writer.file.path.type=default */
+  /* Results. */
+  kg_unit_result_t *results;     /* one per unit */
+  kg_task_file_t *files;
+  size_t nfiles;
+  kg_metrics_t metrics;
+  bool succeeded;
+  char error[KG_ERRLEN];
+  int64_t elapsed_ms;
+} kg_task_t;
+
+/* Runs the task; never aborts on input. Sets succeeded, error, results, files and metrics. */
+void kg_task_run(kg_task_t *task);
+void kg_task_clear(kg_task_t *task);
+
+/* The output sub-path (FP) of TOPIC under CONFIG's writer.file.path.type; a new string. */
+char *kg_task_file_path(const kg_config_t *config, const char *topic, const char *extract_id);
+
+#endif

@@ -1,0 +1,116 @@
+/* test_state.c: the state store: partitions, the commit journal and its recovery, run history. */
+#include <stdlib.h>
+
+#include "fs.h"
+#include "job.h"
+#include "state.h"
+#include "test.h"
+
+static kg_partition_state_t part(const char *topic, int32_t p, int64_t next, int64_t records) {
+  kg_partition_state_t s = {0};
+  s.topic = (char *)topic;
+  s.partition = p;
+  s.next_offset = next;
+  s.has_stats = records > 0;
+  s.records_pulled = records;
+  s.avg_record_millis = 0.5;
+  s.avg_record_size = 100;
+  return s;
+}
+
+static void touch(const char *path) {
+  FILE *f = fopen(path, "w");
+  fputs("data\n", f);
+  fclose(f);
+}
+
+int main(void) {
+  char tmpl[] = "/tmp/kg-state-XXXXXX";
+  char *dir = mkdtemp(tmpl);
+  char err[KG_ERRLEN];
+  kg_state_t *s = NULL;
+  CHECK_INT(kg_state_open(dir, "missing", false, &s, err), KG_ENOTFOUND);
+  CHECK_CONTAINS(err, "missing");
+  char *store = kg_xasprintf("%s/store", dir);
+  CHECK_INT(kg_state_open(store, "job1", true, &s, err), KG_OK);
+
+  /* A full commit: journal, move, finish. */
+  char *src = kg_xasprintf("%s/out.txt", dir), *dst = kg_xasprintf("%s/final/t/out.txt", dir);
+  touch(src);
+  kg_move_t mv = {src, dst};
+  kg_partition_state_t parts[2] = {part("t", 0, 10, 10), part("t", 1, 3, 0)};
+  CHECK_INT(kg_state_commit_begin(s, "job_1", &mv, 1, parts, 2, err), KG_OK);
+  char *pending = NULL;
+  kg_move_t *moves = NULL;
+  size_t nmoves = 0;
+  CHECK_INT(kg_state_pending(s, &pending, &moves, &nmoves, err), KG_OK);
+  CHECK_STR(pending, "job_1");
+  CHECK_INT(nmoves, 1);
+  free(pending);
+  kg_state_free_moves(moves, nmoves);
+  /* The offsets are not visible before the commit finishes. */
+  kg_partition_state_t *got = NULL;
+  size_t n = 0;
+  CHECK_INT(kg_state_partitions(s, &got, &n, err), KG_OK);
+  CHECK_INT(n, 0);
+  kg_state_free_partitions(got, n);
+
+  /* Recovery rolls the commit forward: the move and the offsets. */
+  CHECK_INT(kg_job_recover(s, err), KG_OK);
+  CHECK(!kg_fs_exists(src));
+  CHECK(kg_fs_exists(dst));
+  CHECK_INT(kg_state_partitions(s, &got, &n, err), KG_OK);
+  CHECK_INT(n, 2);
+  if (n == 2) {
+    CHECK_STR(got[0].topic, "t");
+    CHECK_INT(got[0].next_offset, 10);
+    CHECK(got[0].has_stats);
+    CHECK_INT(got[0].records_pulled, 10);
+    CHECK_INT(got[1].next_offset, 3);
+    CHECK(!got[1].has_stats);
+  }
+  kg_state_free_partitions(got, n);
+  CHECK_INT(kg_state_pending(s, &pending, &moves, &nmoves, err), KG_OK);
+  CHECK(pending == NULL);
+
+  /* A second commit without statistics keeps the earlier ones. */
+  kg_partition_state_t again = part("t", 0, 12, 0);
+  CHECK_INT(kg_state_commit_begin(s, "job_2", NULL, 0, &again, 1, err), KG_OK);
+  CHECK_INT(kg_state_commit_finish(s, "job_2", err), KG_OK);
+  CHECK_INT(kg_state_partitions(s, &got, &n, err), KG_OK);
+  const kg_partition_state_t *t0 = kg_state_find(got, n, "t", 0);
+  CHECK(t0 != NULL);
+  if (t0) {
+    CHECK_INT(t0->next_offset, 12);
+    CHECK(t0->has_stats);
+    CHECK_INT(t0->records_pulled, 10);
+  }
+  CHECK(kg_state_find(got, n, "t", 7) == NULL);
+  kg_state_free_partitions(got, n);
+
+  /* An aborted commit leaves nothing. */
+  kg_partition_state_t bad = part("t", 0, 99, 1);
+  CHECK_INT(kg_state_commit_begin(s, "job_3", NULL, 0, &bad, 1, err), KG_OK);
+  CHECK_INT(kg_state_commit_abort(s, "job_3", err), KG_OK);
+  CHECK_INT(kg_state_partitions(s, &got, &n, err), KG_OK);
+  t0 = kg_state_find(got, n, "t", 0);
+  CHECK(t0 && t0->next_offset == 12);
+  kg_state_free_partitions(got, n);
+
+  /* A journal whose files are gone cannot be finished, and says so. */
+  kg_move_t lost = {"/nonexistent/a", "/nonexistent/b"};
+  CHECK_INT(kg_state_commit_begin(s, "job_4", &lost, 1, &bad, 1, err), KG_OK);
+  CHECK_INT(kg_job_recover(s, err), KG_EIO);
+  CHECK_CONTAINS(err, "job_4");
+  CHECK_INT(kg_state_commit_abort(s, "job_4", err), KG_OK);
+
+  CHECK_INT(kg_state_run_begin(s, "job_5", 1000, err), KG_OK);
+  CHECK_INT(kg_state_run_end(s, "job_5", 2000, 7, 70, "SUCCESSFUL", NULL, err), KG_OK);
+  kg_state_close(s);
+
+  free(src);
+  free(dst);
+  free(store);
+  kg_fs_remove_tree(dir, NULL);
+  TEST_MAIN_END();
+}

@@ -1,0 +1,136 @@
+/* workunit.c: which topics are pulled and where each partition starts. */
+#include "workunit.h"
+
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct {
+  regex_t *items;
+  char **sources; /* the patterns as written, for exact-name checks */
+  size_t count;
+} kg_regex_list_t;
+
+struct kg_topic_filter {
+  kg_regex_list_t white;
+  kg_regex_list_t black;
+};
+
+static void regex_list_free(kg_regex_list_t *l) {
+  for (size_t i = 0; i < l->count; i++) {
+    regfree(&l->items[i]);
+    free(l->sources[i]);
+  }
+  free(l->items);
+  free(l->sources);
+}
+
+static int regex_list_compile(kg_regex_list_t *l, const char *property, const char *patterns, char *errbuf) {
+  char *copy = kg_xstrdup(patterns);
+  char *save = NULL;
+  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *pat = kg_strtrim(tok);
+    if (!*pat) continue;
+    l->items = kg_xrealloc(l->items, (l->count + 1) * sizeof(regex_t));
+    l->sources = kg_xrealloc(l->sources, (l->count + 1) * sizeof(char *));
+    char *anchored = kg_xasprintf("^(%s)$", pat);
+    int rc = regcomp(&l->items[l->count], anchored, REG_EXTENDED | REG_NOSUB);
+    free(anchored);
+    if (rc) {
+      char msg[256];
+      regerror(rc, &l->items[l->count], msg, sizeof msg);
+      kg_fail(errbuf, KG_EINVAL, "invalid regular expression '%s' in property %s: %s", pat, property, msg);
+      free(copy);
+      return KG_EINVAL;
+    }
+    l->sources[l->count] = kg_xstrdup(pat);
+    l->count++;
+  }
+  free(copy);
+  return KG_OK;
+}
+
+int kg_topic_filter_new(const char *whitelist, const char *blacklist, kg_topic_filter_t **out, char *errbuf) {
+  kg_topic_filter_t *f = kg_xcalloc(1, sizeof *f);
+  int rc = regex_list_compile(&f->white, "topic.whitelist", whitelist ? whitelist : "", errbuf);
+  if (!rc) rc = regex_list_compile(&f->black, "topic.blacklist", blacklist ? blacklist : "", errbuf);
+  if (rc) {
+    kg_topic_filter_destroy(f);
+    f = NULL;
+  }
+  *out = f;
+  return rc;
+}
+
+void kg_topic_filter_destroy(kg_topic_filter_t *f) {
+  if (!f) return;
+  regex_list_free(&f->white);
+  regex_list_free(&f->black);
+  free(f);
+}
+
+static bool any_match(const kg_regex_list_t *l, const char *s) {
+  for (size_t i = 0; i < l->count; i++)
+    if (regexec(&l->items[i], s, 0, NULL, 0) == 0) return true;
+  return false;
+}
+
+bool kg_topic_filter_match(const kg_topic_filter_t *f, const char *topic) {
+  if (any_match(&f->black, topic)) return false;
+  if (!strncmp(topic, "__", 2)) {
+    for (size_t i = 0; i < f->white.count; i++)
+      if (!strcmp(f->white.sources[i], topic)) return true;
+    return false;
+  }
+  return f->white.count == 0 || any_match(&f->white, topic);
+}
+
+bool kg_topic_in_list(const char *list, const char *topic) {
+  if (!list || !*list) return false;
+  char *copy = kg_xstrdup(list);
+  char *save = NULL;
+  bool found = false;
+  for (char *tok = strtok_r(copy, ",", &save); tok && !found; tok = strtok_r(NULL, ",", &save)) {
+    char *name = kg_strtrim(tok);
+    found = !strcasecmp(name, "all") || !strcmp(name, topic);
+  }
+  free(copy);
+  return found;
+}
+
+kg_offset_decision_t kg_offset_decide(kg_bootstrap_t bootstrap, kg_reset_t reset, bool move_to_latest,
+                                      bool has_stored, int64_t stored, int64_t earliest, int64_t latest) {
+  kg_offset_decision_t d = {.pull = true, .low = latest, .reason = KG_START_PREVIOUS};
+  if (move_to_latest) {
+    d.reason = KG_START_MOVE_TO_LATEST;
+    d.low = latest;
+    return d;
+  }
+  if (!has_stored) {
+    d.reason = KG_START_BOOTSTRAP;
+    switch (bootstrap) {
+    case KG_BOOTSTRAP_EARLIEST: d.low = earliest; break;
+    case KG_BOOTSTRAP_LATEST: d.low = latest; break;
+    case KG_BOOTSTRAP_SKIP: d.pull = false; break;
+    }
+    return d;
+  }
+  if (stored >= earliest && stored <= latest) {
+    d.low = stored;
+    return d;
+  }
+  d.reason = KG_START_RESET;
+  switch (reset) {
+  case KG_RESET_EARLIEST: d.low = earliest; break;
+  case KG_RESET_LATEST: d.low = latest; break;
+  case KG_RESET_NEAREST: d.low = stored < earliest ? earliest : latest; break;
+  case KG_RESET_SKIP: d.pull = false; break;
+  }
+  return d;
+}
+
+void kg_workunit_clear(kg_workunit_t *wu) {
+  free(wu->topic);
+  wu->topic = NULL;
+}

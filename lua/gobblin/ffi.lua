@@ -1,0 +1,76 @@
+-- gobblin.ffi: the one ffi.cdef of the engine's C functions (engine/kg_ffi.h) and the record view type.
+local ffi = require("ffi")
+
+ffi.cdef [[
+typedef struct kg_record {
+  const char *topic_ptr;   /* NUL-terminated topic name, owned by the engine */
+  const char *key_ptr;     /* NULL when the record has no key */
+  size_t key_len;
+  const char *value_ptr;   /* NULL when the payload is null (a tombstone) */
+  size_t value_len;
+  double offset;           /* exact below 2^53 */
+  double timestamp;        /* milliseconds since the epoch, -1 when unknown */
+  int32_t partition;
+  int32_t header_count;
+  const void *opaque;      /* the engine's message handle */
+} kg_record_t;
+
+typedef struct kg_batch {
+  kg_record_t *records;    /* COUNT record views, valid during one call into Lua */
+  int32_t count;
+  int32_t next;            /* index of the next record to process; the script advances it */
+  void *sink;              /* the engine's output for this batch */
+} kg_batch_t;
+
+int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len);
+int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record);
+int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
+                         size_t *value_len);
+void kg_ffi_log(int level, const char *message);
+]]
+
+local M = {}
+local C = ffi.C
+local ffi_string = ffi.string
+
+local name_out = ffi.new("const char *[1]")
+local value_out = ffi.new("const char *[1]")
+local len_out = ffi.new("size_t[1]")
+
+-- Methods of a record view. Strings are made only when asked for.
+local record_methods = {}
+
+function record_methods.value(self)
+  if self.value_ptr == nil then return nil end
+  return ffi_string(self.value_ptr, self.value_len)
+end
+
+function record_methods.key(self)
+  if self.key_ptr == nil then return nil end
+  return ffi_string(self.key_ptr, self.key_len)
+end
+
+function record_methods.topic(self)
+  return ffi_string(self.topic_ptr)
+end
+
+-- Headers as an array of {name, value} pairs (value nil for a null header), in broker order.
+function record_methods.headers(self)
+  local out = {}
+  for i = 0, self.header_count - 1 do
+    if C.kg_ffi_record_header(self, i, name_out, value_out, len_out) == 0 then
+      local v = nil
+      if value_out[0] ~= nil then v = ffi_string(value_out[0], len_out[0]) end
+      out[#out + 1] = { ffi_string(name_out[0]), v }
+    end
+  end
+  return out
+end
+
+M.record_t = ffi.metatype("kg_record_t", { __index = record_methods })
+M.C = C
+
+-- Log levels, as the engine numbers them.
+M.DEBUG, M.INFO, M.WARN, M.ERROR = 0, 1, 2, 3
+
+return M
