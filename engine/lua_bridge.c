@@ -14,7 +14,9 @@
 
 struct kg_lua {
   lua_State *L;
-  int process_ref; /* registry reference of the batch function */
+  int process_ref; /* registry references of the processor's functions (gobblin.runtime) */
+  int stage_ref;
+  int collect_ref;
 };
 
 static const char *lua_dir(void) {
@@ -91,8 +93,13 @@ int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf) {
   }
   kg_lua_t *lua = kg_xcalloc(1, sizeof *lua);
   lua->L = L;
+  lua_getfield(L, -1, "process");
   lua->process_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pop(L, 1); /* the runtime module */
+  lua_getfield(L, -1, "stage");
+  lua->stage_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "collect");
+  lua->collect_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pop(L, 2); /* the processor and the runtime module */
   *out = lua;
   return KG_OK;
 }
@@ -109,6 +116,33 @@ int kg_lua_process(kg_lua_t *lua, kg_batch_t *batch, char *errbuf) {
   return kg_lua_pcall(lua->L, 1, 0, errbuf);
 }
 
+void kg_lua_stage(kg_lua_t *lua, char *out, size_t size) {
+  char err[KG_ERRLEN];
+  snprintf(out, size, "script");
+  lua_rawgeti(lua->L, LUA_REGISTRYINDEX, lua->stage_ref);
+  if (kg_lua_pcall(lua->L, 0, 1, err) == KG_OK) {
+    if (lua_isstring(lua->L, -1)) snprintf(out, size, "%s", lua_tostring(lua->L, -1));
+    lua_pop(lua->L, 1);
+  }
+}
+
+int kg_lua_collect(kg_lua_t *lua, kg_metrics_t *metrics, char *errbuf) {
+  lua_State *L = lua->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, lua->collect_ref);
+  int rc = kg_lua_pcall(L, 0, 1, errbuf);
+  if (rc) return rc;
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TNUMBER)
+        kg_metrics_add(metrics, lua_tostring(L, -2), lua_tonumber(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return KG_OK;
+}
+
 /* The FFI exports. batch->sink is a kg_sink_t set up by the task. */
 
 int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len) {
@@ -121,6 +155,8 @@ int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record) {
   if (!record->value_ptr) return kg_ffi_batch_emit(batch, "", 0);
   return kg_ffi_batch_emit(batch, record->value_ptr, record->value_len);
 }
+
+int64_t kg_ffi_mono_ms(void) { return kg_mono_ms(); }
 
 void kg_ffi_log(int level, const char *message) {
   if (level < KG_LOG_DEBUG || level > KG_LOG_ERROR) level = KG_LOG_INFO;

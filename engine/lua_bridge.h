@@ -4,6 +4,7 @@
 
 #include "kg_common.h"
 #include "kg_ffi.h"
+#include "metrics.h"
 
 typedef struct lua_State lua_State;
 typedef struct kg_lua kg_lua_t;
@@ -24,5 +25,10 @@ void kg_lua_destroy(kg_lua_t *lua);
  * returns KG_ELUA with the message and traceback in ERRBUF; the failing record is batch->next - 1, and a
  * second call resumes after it. */
 int kg_lua_process(kg_lua_t *lua, kg_batch_t *batch, char *errbuf);
+
+/* What was running when the last script error happened: "decodeRecord" or "converter N". */
+void kg_lua_stage(kg_lua_t *lua, char *out, size_t size);
+/* Adds the script's own metrics (ctx.metrics counters, meters, histograms) to METRICS. */
+int kg_lua_collect(kg_lua_t *lua, kg_metrics_t *metrics, char *errbuf);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void kg_metrics_add(kg_metrics_t *m, const char *name, int64_t delta) {
+void kg_metrics_add(kg_metrics_t *m, const char *name, double delta) {
   for (size_t i = 0; i < m->count; i++)
     if (!strcmp(m->names[i], name)) {
       m->values[i] += delta;
@@ -14,13 +14,13 @@ void kg_metrics_add(kg_metrics_t *m, const char *name, int64_t delta) {
   if (m->count == m->cap) {
     m->cap = m->cap ? m->cap * 2 : 16;
     m->names = kg_xrealloc(m->names, m->cap * sizeof(char *));
-    m->values = kg_xrealloc(m->values, m->cap * sizeof(int64_t));
+    m->values = kg_xrealloc(m->values, m->cap * sizeof(double));
   }
   m->names[m->count] = kg_xstrdup(name);
   m->values[m->count++] = delta;
 }
 
-int64_t kg_metrics_get(const kg_metrics_t *m, const char *name) {
+double kg_metrics_get(const kg_metrics_t *m, const char *name) {
   for (size_t i = 0; i < m->count; i++)
     if (!strcmp(m->names[i], name)) return m->values[i];
   return 0;
@@ -57,7 +57,11 @@ void kg_metrics_json(const kg_metrics_t *m, kg_buf_t *out) {
   for (size_t i = 0; i < m->count; i++) {
     if (i) kg_buf_append(out, ",", 1);
     kg_json_string(out, m->names[i]);
-    kg_buf_appendf(out, ":%lld", (long long)m->values[i]);
+    double v = m->values[i];
+    if (v == (double)(long long)v && v < 9e15 && v > -9e15)
+      kg_buf_appendf(out, ":%lld", (long long)v);
+    else
+      kg_buf_appendf(out, ":%.6g", v);
   }
   kg_buf_append(out, "}", 1);
 }

@@ -14,16 +14,17 @@
 #define KG_M_BYTES_WRITTEN "gobblin.writer.bytes.written"
 #define KG_M_OFFSET_RESETS "kafka.offset.resets"
 
-/* A set of named counters. Not thread-safe: each task owns its own, the job merges them at the end. */
+/* A set of named values (counts, and the rates and statistics of script meters and histograms). Not
+ * thread-safe: each task owns its own, the job merges them at the end (merging adds values up). */
 typedef struct {
   char **names;
-  int64_t *values;
+  double *values;
   size_t count;
   size_t cap;
 } kg_metrics_t;
 
-void kg_metrics_add(kg_metrics_t *m, const char *name, int64_t delta);
-int64_t kg_metrics_get(const kg_metrics_t *m, const char *name);
+void kg_metrics_add(kg_metrics_t *m, const char *name, double delta);
+double kg_metrics_get(const kg_metrics_t *m, const char *name);
 void kg_metrics_merge(kg_metrics_t *into, const kg_metrics_t *from);
 void kg_metrics_free(kg_metrics_t *m);
 /* Appends the counters as a JSON object to OUT. */

@@ -29,6 +29,8 @@ typedef struct {
   kg_output_t *current;       /* the output of the partition being pulled */
   int write_rc;
   char write_error[KG_ERRLEN];
+  int64_t records_written;    /* counted here on the hot path, added to the task's metrics at the end */
+  int64_t bytes_written;
 } kg_task_run_t;
 
 char *kg_task_file_path(const kg_config_t *c, const char *topic, const char *extract_id) {
@@ -73,9 +75,8 @@ static int emit(void *ctx, const kg_record_t *record, const char *data, size_t l
   }
   run->write_rc = kg_writer_write(o->writer, data, len, run->write_error);
   if (run->write_rc == KG_OK) {
-    kg_metrics_add(&run->task->metrics, KG_M_RECORDS_WRITTEN, 1);
-    kg_metrics_add(&run->task->metrics, KG_M_BYTES_WRITTEN,
-                   (int64_t)(len + c->delimiter_len + (c->prepend_size ? 8 : 0)));
+    run->records_written++;
+    run->bytes_written += (int64_t)(len + c->delimiter_len + (c->prepend_size ? 8 : 0));
   }
   return run->write_rc;
 }
@@ -134,17 +135,19 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
         if (run->write_rc) return kg_fail(errbuf, run->write_rc, "%s", run->write_error);
         if (rc == KG_OK) break;
         const kg_record_t *bad = &records[batch.next - 1];
+        char stage[64];
+        kg_lua_stage(lua, stage, sizeof stage);
         res->decode_errors++;
         kg_metrics_add(&t->metrics, KG_M_DECODE_ERRORS, 1);
         kg_metrics_add(&t->metrics, KG_M_RECORDS_FAILED, 1);
         if (c->decode_errors == KG_ERRORS_FAIL)
-          return kg_fail(errbuf, KG_ELUA, "decodeRecord failed for %s:%d at offset %.0f (decode.error.policy=fail): %s",
+          return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f (decode.error.policy=fail): %s", stage,
                          wu->topic, wu->partition, bad->offset, lerr);
         if (logged_errors++ < 5)
-          KG_WARN("Skipping record %s:%d at offset %.0f: decodeRecord failed: %s", wu->topic, wu->partition,
-                  bad->offset, lerr);
-        if (c->skip_error_limit >= 0 && kg_metrics_get(&t->metrics, KG_M_DECODE_ERRORS) > c->skip_error_limit)
-          return kg_fail(errbuf, KG_ELUA, "more than %lld undecodable records (task.skip.error.records); last at %s:%d offset %.0f",
+          KG_WARN("Skipping record %s:%d at offset %.0f: %s failed: %s", wu->topic, wu->partition, bad->offset, stage,
+                  lerr);
+        if (c->skip_error_limit >= 0 && kg_metrics_get(&t->metrics, KG_M_DECODE_ERRORS) > (double)c->skip_error_limit)
+          return kg_fail(errbuf, KG_ELUA, "more than %lld records failed in the script (task.skip.error.records); last at %s:%d offset %.0f",
                          (long long)c->skip_error_limit, wu->topic, wu->partition, bad->offset);
       }
       next = (int64_t)records[keep - 1].offset + 1;
@@ -198,7 +201,13 @@ void kg_task_run(kg_task_t *t) {
     extracted += t->results[i].records;
   }
   if (!rc && topic) KG_INFO("Finished pulling topic %s", topic);
-  kg_metrics_add(&t->metrics, KG_M_EXTRACT_TIME, kg_mono_ms() - start);
+  kg_metrics_add(&t->metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
+  kg_metrics_add(&t->metrics, KG_M_RECORDS_WRITTEN, (double)run.records_written);
+  kg_metrics_add(&t->metrics, KG_M_BYTES_WRITTEN, (double)run.bytes_written);
+  if (lua) {
+    char cerr[KG_ERRLEN];
+    if (kg_lua_collect(lua, &t->metrics, cerr)) KG_WARN("cannot collect the script's metrics: %s", cerr);
+  }
   if (!rc) {
     KG_INFO("Extracted %lld data records", (long long)extracted);
     for (size_t i = 0; i < t->nunits; i++)

@@ -1,0 +1,118 @@
+-- gobblin.converter: ready-made converters. Each function returns a converter, function(record, ctx),
+-- to put in a job's `converters` list.
+local cjson = require("cjson.safe")
+local ffi = require("ffi")
+
+local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
+
+local M = {}
+
+-- The bytes of a record: a string as is, a record view's payload (nil for a null payload).
+local function bytes_of(record)
+  local t = type(record)
+  if t == "string" then return record end
+  if t == "cdata" then return record:value() end
+  error("expected bytes (a string or a record), got " .. t, 0)
+end
+M.bytes_of = bytes_of
+
+-- bytes_to_json: parses the record's bytes as JSON into a Lua table. A null payload is dropped; bytes
+-- that are not JSON raise an error (handled by decode.error.policy). OPTS.null: the value JSON null
+-- becomes (default cjson.null, a lightuserdata that json_to_bytes writes back as null).
+function M.bytes_to_json(opts)
+  opts = opts or {}
+  local decoder = cjson.new()
+  decoder.decode_max_depth(opts.max_depth or 100)
+  return function(record)
+    local s = bytes_of(record)
+    if s == nil then return nil end
+    local v, err = decoder.decode(s)
+    if v == nil and err then error("invalid JSON: " .. err, 0) end
+    return v
+  end
+end
+
+-- json_to_bytes: serialises a Lua table as JSON text. Strings and record views pass through unchanged.
+function M.json_to_bytes(opts)
+  local encoder = cjson.new()
+  encoder.encode_sparse_array(true)
+  return function(record)
+    local t = type(record)
+    if t == "table" then
+      local s, err = encoder.encode(record)
+      if not s then error("cannot encode as JSON: " .. tostring(err), 0) end
+      return s
+    end
+    if t == "string" or t == "cdata" then return record end
+    error("json_to_bytes expects a table, got " .. t, 0)
+  end
+end
+
+-- project: keeps only FIELDS (an array of names) of a table record; missing fields stay missing.
+function M.project(fields)
+  if type(fields) ~= "table" or #fields == 0 then error("project expects a non-empty array of field names", 2) end
+  local n = #fields
+  return function(record)
+    if type(record) ~= "table" then error("project expects a table record, got " .. type(record), 0) end
+    local out = {}
+    for i = 1, n do
+      local f = fields[i]
+      out[f] = record[f]
+    end
+    return out
+  end
+end
+
+-- rename: renames fields of a table record by MAPPING (old name -> new name); other fields are kept.
+function M.rename(mapping)
+  if type(mapping) ~= "table" then error("rename expects a table of old = new names", 2) end
+  return function(record)
+    if type(record) ~= "table" then error("rename expects a table record, got " .. type(record), 0) end
+    local out = {}
+    for k, v in pairs(record) do
+      local to = mapping[k]
+      if to then out[to] = v else out[k] = v end
+    end
+    return out
+  end
+end
+
+-- filter: passes the record on when PREDICATE(record, ctx) is true, drops it otherwise.
+function M.filter(predicate)
+  if type(predicate) ~= "function" then error("filter expects a predicate function", 2) end
+  return function(record, ctx)
+    if predicate(record, ctx) then return record end
+    return nil
+  end
+end
+
+-- format_timestamp: formats the number in OPTS.field (milliseconds since the epoch, or seconds with
+-- unit = "s") with os.date's OPTS.format (default ISO 8601 in UTC, "!%Y-%m-%dT%H:%M:%SZ"), into
+-- OPTS.into (default: the same field). OPTS.field = "@timestamp" uses the Kafka record's timestamp.
+-- A record without the field is passed on unchanged.
+function M.format_timestamp(opts)
+  if type(opts) ~= "table" or type(opts.field) ~= "string" then
+    error("format_timestamp expects { field = name, format = os.date format, into = name, unit = 'ms'|'s' }", 2)
+  end
+  local field, into = opts.field, opts.into or opts.field
+  local format = opts.format or "!%Y-%m-%dT%H:%M:%SZ"
+  local divisor = (opts.unit == "s") and 1 or 1000
+  local with_millis = opts.millis
+  return function(record, ctx)
+    if type(record) ~= "table" then error("format_timestamp expects a table record, got " .. type(record), 0) end
+    local v
+    if field == "@timestamp" then v = ctx and ctx.timestamp else v = record[field] end
+    if v == nil then return record end
+    local n = tonumber(v)
+    if not n then error("field " .. field .. " is not a number: " .. tostring(v), 0) end
+    local secs = math.floor(n / divisor)
+    local s = os.date(format, secs)
+    if with_millis and divisor == 1000 then
+      s = s:gsub("Z$", string.format(".%03dZ", n % 1000))
+    end
+    record[into] = s
+    return record
+  end
+end
+
+return M
