@@ -1,6 +1,7 @@
 /* job.c: the job run: lock, plan, run tasks on a thread pool, commit, report. */
 #include "job.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,29 @@ int kg_job_recover(kg_state_t *state, char *errbuf) {
   free(job_id);
   kg_state_free_moves(moves, nmoves);
   return rc;
+}
+
+/* Removes what earlier runs of the job left in task.data.root.dir when they died (a killed run never cleans
+ * up). Their files were never published: a commit publishes from task output only, and an interrupted
+ * commit has just been finished. Only called while holding the job lock, so no other run is using them. */
+static void remove_dead_runs_task_data(const kg_config_t *c, const char *job_id) {
+  char *root = kg_xasprintf("%s/%s", c->task_data_root, c->job_name);
+  char *prefix = kg_xasprintf("job_%s_", c->job_name);
+  DIR *d = opendir(root);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (strncmp(e->d_name, prefix, strlen(prefix)) || !strcmp(e->d_name, job_id)) continue;
+    char *dir = kg_xasprintf("%s/%s", root, e->d_name);
+    char err[KG_ERRLEN];
+    if (kg_fs_remove_tree(dir, err))
+      KG_WARN("%s", err);
+    else
+      KG_INFO("Removed the task data of an earlier run that did not finish: %s", dir);
+    free(dir);
+  }
+  if (d) closedir(d);
+  free(prefix);
+  free(root);
 }
 
 static const char *reason_name(kg_start_reason_t r) {
@@ -349,6 +373,7 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
     kg_lua_destroy(probe);
   }
   if ((rc = kg_job_recover(state, errbuf))) goto out;
+  if (lock) remove_dead_runs_task_data(c, job.job_id);
   if ((rc = kg_state_run_begin(state, job.job_id, job.start_ms, errbuf))) goto out;
   run_recorded = true;
 

@@ -45,7 +45,24 @@ lua_State *kg_lua_state_new(const char *job_file) {
   lua_setfield(L, -2, "path");
   lua_pop(L, 1);
   kg_buf_free(&path);
+  if (job_file) {
+    lua_pushstring(L, job_file);
+    lua_setfield(L, LUA_REGISTRYINDEX, "kingest.job_file");
+  }
   return L;
+}
+
+/* LuaJIT shortens a chunk name longer than LUA_IDSIZE to "..." and its tail, so an error in a job file under
+ * a long path would not say which file: put the job file's whole path back. */
+static const char *full_job_file(lua_State *L, const char *msg) {
+  lua_getfield(L, LUA_REGISTRYINDEX, "kingest.job_file");
+  const char *path = lua_tostring(L, -1); /* stays alive: the registry holds it */
+  lua_pop(L, 1);
+  if (!path || !*path || strncmp(msg, "...", 3)) return msg;
+  size_t len = strlen(path);
+  for (size_t k = len - 1 < LUA_IDSIZE ? len - 1 : LUA_IDSIZE; k > 0; k--)
+    if (!strncmp(msg + 3, path + len - k, k) && msg[3 + k] == ':') return lua_pushfstring(L, "%s%s", path, msg + 3 + k);
+  return msg;
 }
 
 static int traceback(lua_State *L) {
@@ -54,6 +71,7 @@ static int traceback(lua_State *L) {
     if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
     msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
+  msg = full_job_file(L, msg);
   luaL_traceback(L, L, msg, 1);
   return 1;
 }

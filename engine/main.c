@@ -271,15 +271,23 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(cmd, "help")) {
-    const char *topic = argc > 2 ? argv[2] : "";
-    fputs(!strcmp(topic, "run") ? usage_run : !strcmp(topic, "state") ? usage_state
-                                          : !strcmp(topic, "properties") ? usage_properties : usage_main,
-          stdout);
+    const char *topic = argc > 2 ? argv[2] : "help";
+    const char *usage = !strcmp(topic, "run")          ? usage_run
+                        : !strcmp(topic, "state")      ? usage_state
+                        : !strcmp(topic, "properties") ? usage_properties
+                        : !strcmp(topic, "help") || !strcmp(topic, "version") ? usage_main
+                                                                              : NULL;
+    if (!usage) { /* help for a command that does not exist is a usage error, as the command itself is */
+      fprintf(stderr, "kingest: unknown command %s\n%s", topic, usage_main);
+      return 2;
+    }
+    fputs(usage, stdout);
     return 0;
   }
   if (!strcmp(cmd, "run")) return cmd_run(argc, argv);
   if (!strcmp(cmd, "state")) return cmd_state(argc, argv);
   if (!strcmp(cmd, "properties")) return cmd_properties(argc, argv);
-  fprintf(stderr, "kingest: unknown command %s\n%s", cmd, usage_main);
+  /* An option in the command's place (kingest --verbose) is named as such. */
+  fprintf(stderr, "kingest: unknown %s %s\n%s", cmd[0] == '-' && cmd[1] ? "option" : "command", cmd, usage_main);
   return 2;
 }

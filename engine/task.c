@@ -137,6 +137,11 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
         const kg_record_t *bad = &records[batch.next - 1];
         char stage[64];
         kg_lua_stage(lua, stage, sizeof stage);
+        /* A module the script cannot find is a broken job, not a bad record: skipping would skip every record
+         * and move the offsets past them, so the task fails whatever decode.error.policy says. */
+        if (strstr(lerr, "module '") && strstr(lerr, "' not found"))
+          return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f: %s", stage, wu->topic, wu->partition,
+                         bad->offset, lerr);
         res->decode_errors++;
         kg_metrics_add(&t->metrics, KG_M_DECODE_ERRORS, 1);
         kg_metrics_add(&t->metrics, KG_M_RECORDS_FAILED, 1);
@@ -202,6 +207,8 @@ void kg_task_run(kg_task_t *t) {
   }
   if (!rc && topic) KG_INFO("Finished pulling topic %s", topic);
   kg_metrics_add(&t->metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
+  /* Counted per batch, so a task that read nothing would lack the counter: report it as 0 like the others. */
+  kg_metrics_add(&t->metrics, KG_M_RECORDS_READ, 0);
   kg_metrics_add(&t->metrics, KG_M_RECORDS_WRITTEN, (double)run.records_written);
   kg_metrics_add(&t->metrics, KG_M_BYTES_WRITTEN, (double)run.bytes_written);
   if (lua) {

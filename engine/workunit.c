@@ -26,6 +26,39 @@ static void regex_list_free(kg_regex_list_t *l) {
   free(l->sources);
 }
 
+/* The lists are Gobblin's, so their patterns are Java regexes. POSIX regcomp reads \d as a plain 'd' and would
+ * silently select the wrong topics; glibc already knows \w \W \s \S, and \. \* etc. mean the same in both. So
+ * \d becomes [0-9] (0-9 inside brackets) and \D [^0-9]; other escaped pairs are copied untouched. Returns a new
+ * string. */
+static char *posix_pattern(const char *pat) {
+  kg_buf_t out = {0};
+  kg_buf_append(&out, "", 0);
+  bool in_brackets = false;
+  for (const char *p = pat; *p; p++) {
+    if (*p == '\\' && p[1]) {
+      const char *cls = NULL;
+      if (p[1] == 'd') cls = in_brackets ? "0-9" : "[0-9]";
+      if (p[1] == 'D' && !in_brackets) cls = "[^0-9]";
+      if (cls)
+        kg_buf_append(&out, cls, strlen(cls));
+      else
+        kg_buf_append(&out, p, 2);
+      p++;
+      continue;
+    }
+    if (*p == '[' && !in_brackets) {
+      in_brackets = true;
+      kg_buf_append(&out, p, 1);
+      if (p[1] == '^') kg_buf_append(&out, ++p, 1);
+      if (p[1] == ']') kg_buf_append(&out, ++p, 1); /* a leading ] is a member, not the end */
+      continue;
+    }
+    if (*p == ']') in_brackets = false;
+    kg_buf_append(&out, p, 1);
+  }
+  return out.data;
+}
+
 static int regex_list_compile(kg_regex_list_t *l, const char *property, const char *patterns, char *errbuf) {
   char *copy = kg_xstrdup(patterns);
   char *save = NULL;
@@ -34,7 +67,9 @@ static int regex_list_compile(kg_regex_list_t *l, const char *property, const ch
     if (!*pat) continue;
     l->items = kg_xrealloc(l->items, (l->count + 1) * sizeof(regex_t));
     l->sources = kg_xrealloc(l->sources, (l->count + 1) * sizeof(char *));
-    char *anchored = kg_xasprintf("^(%s)$", pat);
+    char *posix = posix_pattern(pat);
+    char *anchored = kg_xasprintf("^(%s)$", posix);
+    free(posix);
     int rc = regcomp(&l->items[l->count], anchored, REG_EXTENDED | REG_NOSUB);
     free(anchored);
     if (rc) {

@@ -81,6 +81,14 @@ static void test_filter(void) {
   CHECK(!kg_topic_filter_match(f, "__transaction_state")); /* internal: only by exact name */
   kg_topic_filter_destroy(f);
 
+  /* Java's \d and \D, which POSIX regcomp alone reads as the letters d and D. */
+  CHECK_INT(kg_topic_filter_new("events_.*,[\\d_]+x", "events_\\d+\\D.*", &f, err), KG_OK);
+  CHECK(kg_topic_filter_match(f, "events_42"));
+  CHECK(!kg_topic_filter_match(f, "events_42b")); /* blacklisted: \D is a non-digit */
+  CHECK(kg_topic_filter_match(f, "4_2x"));        /* \d inside brackets */
+  CHECK(!kg_topic_filter_match(f, "d_x"));
+  kg_topic_filter_destroy(f);
+
   CHECK_INT(kg_topic_filter_new("a(", "", &f, err), KG_EINVAL);
   CHECK_CONTAINS(err, "topic.whitelist");
   CHECK_CONTAINS(err, "a(");

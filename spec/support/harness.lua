@@ -164,7 +164,9 @@ end
 
 -- The payloads of TOPIC read by kcat (independent of kingest), one string per record.
 function H.kcat_payloads(topic)
-  local code, out, err = H.sh("kcat -C -b " .. H.q(H.bootstrap()) .. " -t " .. H.q(topic) .. " -e -q -f '%s\\n'")
+  -- A short fetch wait: kcat's default (500 ms) is spent once per call, after the last record.
+  local code, out, err = H.sh("kcat -C -b " .. H.q(H.bootstrap()) .. " -t " .. H.q(topic) ..
+    " -X fetch.wait.max.ms=10 -e -q -f '%s\\n'")
   assert(code == 0, "kcat: " .. err)
   local lines = {}
   for line in out:gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
@@ -184,15 +186,90 @@ function H.sqlite(db, sql)
   return rows
 end
 
--- The stored next offsets of JOB under WORK: { ["topic:partition"] = offset }.
-function H.stored_offsets(work, job)
-  local db = work .. "/state-store/" .. job .. ".db"
+-- The next offsets stored in the state database DB: { ["topic:partition"] = offset } ({} without DB).
+function H.offsets_in_db(db)
   local offsets = {}
-  if not io.open(db) then return offsets end
+  local f = io.open(db)
+  if not f then return offsets end
+  f:close()
   for _, row in ipairs(H.sqlite(db, "SELECT topic, partition, next_offset FROM partition_state")) do
     offsets[row[1] .. ":" .. row[2]] = tonumber(row[3])
   end
   return offsets
+end
+
+-- The stored next offsets of JOB under WORK: { ["topic:partition"] = offset }.
+function H.stored_offsets(work, job)
+  return H.offsets_in_db(work .. "/state-store/" .. job .. ".db")
+end
+
+-- Overwrites the stored next offset of TOPIC:PARTITION for JOB under WORK with sqlite3, as a user editing
+-- the state store would; errors unless exactly that row existed.
+function H.set_stored_offset(work, job, topic, partition, offset)
+  local db = work .. "/state-store/" .. job .. ".db"
+  local rows = H.sqlite(db, string.format(
+    "UPDATE partition_state SET next_offset = %d WHERE topic = '%s' AND partition = %d; SELECT changes();",
+    offset, (topic:gsub("'", "''")), partition))
+  assert(rows[1] and rows[1][1] == "1", "no stored offset for " .. topic .. ":" .. partition .. " in " .. db)
+end
+
+-- Runs `kingest run JOB` with GOBBLIN_WORK_DIR=WORK (and ENV added); returns status, stdout, stderr.
+function H.run(job, work, env)
+  local e = { GOBBLIN_WORK_DIR = work }
+  for k, v in pairs(env or {}) do e[k] = v end
+  return H.kingest({ "run", job }, e)
+end
+
+-- The earliest and latest offset of every partition of each TOPIC, asked of the broker by kcat (independent
+-- of kingest): { ["topic:partition"] = { earliest = n, latest = n } }.
+function H.offsets(...)
+  local offsets = {}
+  for _, topic in ipairs({ ... }) do
+    local code, out, err = H.sh("kcat -L -b " .. H.q(H.bootstrap()) .. " -t " .. H.q(topic) .. " -m 5")
+    assert(code == 0, "kcat -L " .. topic .. ": " .. err)
+    local partitions = {}
+    for p in out:gmatch("\n +partition (%d+),") do partitions[#partitions + 1] = p end
+    assert(#partitions > 0, "topic " .. topic .. " has no partitions:\n" .. out)
+    -- kcat -Q asks for the offset of a time: -2 is the earliest offset, -1 the latest.
+    for _, which in ipairs({ { "earliest", -2 }, { "latest", -1 } }) do
+      local cmd = "kcat -Q -b " .. H.q(H.bootstrap())
+      for _, p in ipairs(partitions) do cmd = cmd .. " -t " .. H.q(topic .. ":" .. p .. ":" .. which[2]) end
+      code, out, err = H.sh(cmd)
+      assert(code == 0, "kcat -Q " .. topic .. ": " .. err)
+      local n = 0
+      for p, offset in out:gmatch("%[(%d+)%] offset (%-?%d+)") do
+        local tp = topic .. ":" .. p
+        offsets[tp] = offsets[tp] or {}
+        offsets[tp][which[1]] = tonumber(offset)
+        n = n + 1
+      end
+      assert(n == #partitions, "kcat -Q " .. topic .. ": expected " .. #partitions .. " offsets:\n" .. out)
+    end
+  end
+  return offsets
+end
+
+-- The folders directly under DIR, sorted ({} when DIR does not exist).
+function H.dirs(dir)
+  local _, out = H.sh("cd " .. H.q(dir) .. " 2>/dev/null && find . -mindepth 1 -maxdepth 1 -type d | sort")
+  local dirs = {}
+  for line in out:gmatch("[^\n]+") do dirs[#dirs + 1] = line:gsub("^%./", "") end
+  return dirs
+end
+
+-- True when PATH exists (file or folder).
+function H.exists(path)
+  return (H.sh("test -e " .. H.q(path))) == 0
+end
+
+-- Every JSON line of the metrics files under DIR, decoded with cjson, in file order.
+function H.metrics_lines(dir)
+  local cjson = require("cjson")
+  local items = {}
+  for _, f in ipairs(H.files(dir)) do
+    for line in (slurp(dir .. "/" .. f) or ""):gmatch("[^\n]+") do items[#items + 1] = cjson.decode(line) end
+  end
+  return items
 end
 
 -- A snapshot of a folder tree: { [relative path] = content }, to check that a failed run changed nothing.
@@ -200,6 +277,85 @@ function H.snapshot(dir)
   local snap = {}
   for _, f in ipairs(H.files(dir)) do snap[f] = slurp(dir .. "/" .. f) end
   return snap
+end
+
+-- Helpers of the failure, lock and command-line specs.
+
+-- The lines of TEXT, without their newlines.
+function H.lines(text)
+  local lines = {}
+  for line in (text or ""):gmatch("([^\n]*)\n?") do lines[#lines + 1] = line end
+  while lines[#lines] == "" do lines[#lines] = nil end
+  return lines
+end
+
+-- The last non-empty line of TEXT ("" when there is none).
+function H.last_line(text)
+  local lines = H.lines(text)
+  return lines[#lines] or ""
+end
+
+-- Milliseconds of the wall clock, from `date +%s%N` (os.time has whole seconds only).
+function H.now_ms()
+  local p = assert(io.popen("date +%s%N"))
+  local ns = p:read("*l")
+  p:close()
+  return math.floor(tonumber(ns) / 1e6)
+end
+
+function H.sleep(seconds)
+  os.execute("sleep " .. tostring(seconds))
+end
+
+-- Polls PREDICATE every 50 ms until it returns a true value (returned) or TIMEOUT seconds pass (nil).
+function H.wait_until(predicate, timeout)
+  local deadline = H.now_ms() + timeout * 1000
+  repeat
+    local v = predicate()
+    if v then return v end
+    H.sleep(0.05)
+  until H.now_ms() > deadline
+  return nil
+end
+
+-- Starts `kingest ARGS...` with ENV added in the background. FILES is a path prefix: the process writes
+-- its pid to FILES.pid, its stdout and stderr to FILES.out and FILES.err, and, once it has exited, its exit
+-- status to FILES.status (128 + signal when killed). Returns a handle for H.pid_of, H.wait_exit, H.stderr_of.
+function H.spawn(args, env, files)
+  local parts = {}
+  for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. H.q(v) end
+  parts[#parts + 1] = H.q(H.bin)
+  for _, a in ipairs(args) do parts[#parts + 1] = H.q(a) end
+  local p = { pid = files .. ".pid", out = files .. ".out", err = files .. ".err", status = files .. ".status" }
+  os.remove(p.status)
+  -- sh execs kingest, so the pid it writes is kingest's; the outer shell waits and records the status.
+  local inner = "echo $$ >" .. H.q(p.pid) .. "; exec env " .. table.concat(parts, " ") .. " >" .. H.q(p.out) ..
+                " 2>" .. H.q(p.err)
+  local cmd = "(sh -c " .. H.q(inner) .. "; echo $? >" .. H.q(p.status .. ".tmp") .. "; mv " ..
+              H.q(p.status .. ".tmp") .. " " .. H.q(p.status) .. ") >/dev/null 2>&1 &"
+  assert(H.sh(cmd) == 0, "cannot start " .. cmd)
+  return p
+end
+
+-- The pid of a spawned process (waits up to 5 s for it to be written).
+function H.pid_of(p)
+  return H.wait_until(function()
+    local s = H.slurp(p.pid)
+    return s and tonumber(s:match("%d+"))
+  end, 5)
+end
+
+-- What a spawned process has written to stderr so far.
+function H.stderr_of(p)
+  return H.slurp(p.err) or ""
+end
+
+-- Waits up to TIMEOUT seconds for a spawned process to exit; returns its exit status (nil on timeout).
+function H.wait_exit(p, timeout)
+  return H.wait_until(function()
+    local s = H.slurp(p.status)
+    return s and tonumber(s:match("%d+"))
+  end, timeout)
 end
 
 return H

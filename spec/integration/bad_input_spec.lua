@@ -1,0 +1,255 @@
+-- Bad input never costs data. Each case starts from a job that has already run once (two records pulled,
+-- published and their offsets stored) and has two new records waiting. Then the job file is broken, or
+-- the job points at something unusable, and run: the run must fail with a non-zero status and one clear
+-- last line on stderr, `kingest: ...`, naming what is wrong; the stored offsets and every published file
+-- must be exactly as before. Then the job is repaired and run again: it must pull exactly the two new
+-- records, so that nothing was skipped or lost by the failed run.
+local H = require("support.harness")
+
+local FIRST = { "first 1", "first 2" }
+local SECOND = { "second 1", "second 2" }
+
+-- The properties of the good job, in file order.
+local function good_props(c)
+  return {
+    { "job.name", c.job },
+    { "kafka.brokers", H.bootstrap() },
+    { "topic.whitelist", c.topic },
+    { "bootstrap.with.offset", "earliest" },
+    { "writer.file.path.type", "tablename" },
+  }
+end
+
+-- The text of the job as a Gobblin properties file. CHANGES maps a property to its new value (false drops
+-- it); properties that the good job lacks are appended in CHANGES order (an array of {name, value}).
+local function pull_text(c, changes, extra)
+  local lines = { "# kingest bad-input spec: job " .. c.job }
+  for _, kv in ipairs(good_props(c)) do
+    local v = kv[2]
+    if changes and changes[kv[1]] ~= nil then v = changes[kv[1]] end
+    if v then lines[#lines + 1] = kv[1] .. "=" .. v end
+  end
+  for _, kv in ipairs(extra or {}) do lines[#lines + 1] = kv[1] .. "=" .. kv[2] end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- The text of the job as a job.lua: PRELUDE (code before the table), the properties with CHANGES
+-- applied, and decodeRecord with body DECODE.
+local function lua_text(c, opts)
+  opts = opts or {}
+  local lines = { "-- kingest bad-input spec: job " .. c.job }
+  if opts.prelude then lines[#lines + 1] = opts.prelude end
+  lines[#lines + 1] = "return {"
+  for _, kv in ipairs(good_props(c)) do
+    local v = kv[2]
+    if opts.changes and opts.changes[kv[1]] ~= nil then v = opts.changes[kv[1]] end
+    if v then lines[#lines + 1] = string.format("  [%q] = %q,", kv[1], v) end
+  end
+  if opts.raw then lines[#lines + 1] = opts.raw end
+  lines[#lines + 1] = "  decodeRecord = function(record)"
+  lines[#lines + 1] = "    " .. (opts.decode or "return record")
+  lines[#lines + 1] = "  end,"
+  lines[#lines + 1] = "}"
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- The number of the first line of TEXT that contains NEEDLE.
+local function line_of(text, needle)
+  local n = 0
+  for _, line in ipairs(H.lines(text)) do
+    n = n + 1
+    if line:find(needle, 1, true) then return n end
+  end
+  error("no line contains " .. needle)
+end
+
+local function run(c, path, env)
+  local e = { GOBBLIN_WORK_DIR = c.work }
+  for k, v in pairs(env or {}) do e[k] = v end
+  return H.kingest({ "run", path }, e)
+end
+
+-- A job of KIND ("pull" or "lua") that has run once, with two new records waiting. Returns its context:
+-- the job file, work dir, topic, and the stored offsets and published files after the good run.
+local function ran_once(label, kind)
+  local c = { job = "BadInput_" .. label, topic = H.unique("bad_" .. label), work = H.workdir("bad_" .. label) }
+  c.file = c.work .. "/" .. (kind == "lua" and "job.lua" or "job.pull")
+  c.good = kind == "lua" and lua_text(c) or pull_text(c)
+  H.create_topic(c.topic, 1)
+  H.produce(c.topic, FIRST)
+  H.spit(c.file, c.good)
+  local code, _, err = run(c, c.file)
+  assert.are.equal(0, code, err)
+  assert.same(FIRST, H.output_lines(c.work .. "/job-output/" .. c.topic))
+  c.offsets = H.stored_offsets(c.work, c.job)
+  assert.same({ [c.topic .. ":0"] = 2 }, c.offsets)
+  c.published = H.snapshot(c.work .. "/job-output")
+  H.produce(c.topic, SECOND)
+  return c
+end
+
+-- Runs job file PATH, which must fail cleanly: non-zero status; the last line of stderr is the only one
+-- starting with `kingest: ` and contains every string of NAMES; offsets, published files and task data are
+-- as they were. Returns that line and how long the run took in milliseconds.
+local function fails_cleanly(c, path, names, env)
+  local t0 = H.now_ms()
+  local code, _, err = run(c, path, env)
+  local ms = H.now_ms() - t0
+  assert.are_not.equal(0, code, "the run should fail:\n" .. err)
+  local last = H.last_line(err)
+  assert.matches("^kingest: ", last, 1, false, "the last line of stderr should be the error:\n" .. err)
+  local count = 0
+  for _, line in ipairs(H.lines(err)) do
+    if line:find("^kingest: ") then count = count + 1 end
+  end
+  assert.are.equal(1, count, "exactly one `kingest: ` line:\n" .. err)
+  for _, name in ipairs(names) do
+    assert.truthy(last:find(name, 1, true), ("the error should name %q: %s"):format(name, last))
+  end
+  assert.same(c.offsets, H.stored_offsets(c.work, c.job))
+  assert.same(c.published, H.snapshot(c.work .. "/job-output"))
+  assert.same({}, H.files(c.work .. "/task-data"))
+  return last, ms
+end
+
+-- Repairs the job file and runs it: exactly the two waiting records are pulled and published.
+local function picks_up_exactly_the_new_records(c)
+  H.spit(c.file, c.good)
+  local code, _, err = run(c, c.file)
+  assert.are.equal(0, code, err)
+  assert.truthy(err:find("Pulling partition " .. c.topic .. ":0 from offset 2 to 4, range=2", 1, true), err)
+  assert.same({ FIRST[1], FIRST[2], SECOND[1], SECOND[2] }, H.output_lines(c.work .. "/job-output/" .. c.topic))
+  assert.same({ [c.topic .. ":0"] = 4 }, H.stored_offsets(c.work, c.job))
+end
+
+describe("a run with bad input", function()
+  describe("in a job.lua", function()
+    it("reports a syntax error with the file and line, and changes nothing", function()
+      local c = ran_once("syntax", "lua")
+      local text = lua_text(c, { raw = '  ["extract.namespace"] = = "oops",' })
+      H.spit(c.file, text)
+      fails_cleanly(c, c.file, { c.file .. ":" .. line_of(text, "= = ") .. ":" })
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("reports an error raised by the file's top-level code with its file and line", function()
+      local c = ran_once("raises", "lua")
+      local text = lua_text(c, { prelude = 'error("the codec table is missing")' })
+      H.spit(c.file, text)
+      fails_cleanly(c, c.file, { c.file .. ":" .. line_of(text, "error(") .. ":", "the codec table is missing" })
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("says that the file must return a table when it returns a number", function()
+      local c = ran_once("number", "lua")
+      H.spit(c.file, "-- oops\nreturn 42\n")
+      local last = fails_cleanly(c, c.file, { c.file, "table", "number" })
+      assert.matches("must return a table", last)
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("names a module that the job's code requires and that does not exist, before any record moves", function()
+      local c = ran_once("require_top", "lua")
+      local text = lua_text(c, {
+        prelude = 'local codec = require("kingest_spec_no_such_codec")',
+        decode = "return codec.decode(record)",
+      })
+      H.spit(c.file, text)
+      fails_cleanly(c, c.file, { "kingest_spec_no_such_codec", "not found", c.file .. ":" .. line_of(text, "require(") })
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("fails, rather than skipping every record, when decodeRecord requires a module that does not exist", function()
+      local c = ran_once("require_decode", "lua")
+      H.spit(c.file, lua_text(c, { decode = 'return require("kingest_spec_no_such_codec").decode(record)' }))
+      fails_cleanly(c, c.file, { "decodeRecord", c.topic .. ":0", "kingest_spec_no_such_codec", "not found" })
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("names the property, the value and the allowed values of a bad bootstrap.with.offset", function()
+      local c = ran_once("oldest_lua", "lua")
+      H.spit(c.file, lua_text(c, { changes = { ["bootstrap.with.offset"] = "oldest" } }))
+      fails_cleanly(c, c.file, { c.file, "bootstrap.with.offset", "'oldest'", "earliest, latest, skip" })
+      picks_up_exactly_the_new_records(c)
+    end)
+  end)
+
+  describe("in a .pull file", function()
+    it("names kafka.brokers when it is missing", function()
+      local c = ran_once("no_brokers", "pull")
+      H.spit(c.file, pull_text(c, { ["kafka.brokers"] = false }))
+      fails_cleanly(c, c.file, { c.file, "missing", "kafka.brokers" })
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("names the file and line, the property, the value and the allowed values of bootstrap.with.offset=oldest", function()
+      local c = ran_once("oldest_pull", "pull")
+      local text = pull_text(c, { ["bootstrap.with.offset"] = "oldest" })
+      H.spit(c.file, text)
+      fails_cleanly(c, c.file, {
+        c.file .. ":" .. line_of(text, "bootstrap.with.offset=") .. ":",
+        "bootstrap.with.offset", "'oldest'", "earliest, latest, skip",
+      })
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("names an unknown source.class", function()
+      local c = ran_once("source_class", "pull")
+      local text = pull_text(c, nil, { { "source.class", "gobblin.source.extractor.extract.kafka.KafkaFancySource" } })
+      H.spit(c.file, text)
+      fails_cleanly(c, c.file, {
+        c.file .. ":" .. line_of(text, "source.class=") .. ":", "source.class",
+        "gobblin.source.extractor.extract.kafka.KafkaFancySource", "KafkaSimpleSource",
+      })
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("names an environment variable that ${env:...} refers to and that is not set", function()
+      local c = ran_once("env", "pull")
+      local var = "KINGEST_SPEC_UNSET_" .. H.unique("V"):gsub("%W", "_")
+      assert.is_nil(os.getenv(var))
+      local text = pull_text(c, { ["kafka.brokers"] = "${env:" .. var .. "}" })
+      H.spit(c.file, text)
+      fails_cleanly(c, c.file, { c.file .. ":" .. line_of(text, "kafka.brokers=") .. ":", var, "not set" })
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("names the job file when it does not exist", function()
+      local c = ran_once("missing_file", "pull")
+      local missing = c.work .. "/jbo.pull"
+      fails_cleanly(c, missing, { missing, "No such file" })
+      picks_up_exactly_the_new_records(c)
+    end)
+  end)
+
+  describe("from the environment", function()
+    it("reports an unreachable broker clearly and within a bounded time", function()
+      local c = ran_once("unreachable", "pull")
+      H.spit(c.file, pull_text(c, { ["kafka.brokers"] = "127.0.0.1:1" }, { { "kafka.metadata.timeout.ms", "3000" } }))
+      local last, ms = fails_cleanly(c, c.file, { "127.0.0.1:1" })
+      assert.matches("Kafka", last)
+      assert.is_true(ms < 30000, "the run took " .. ms .. " ms")
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("names data.publisher.final.dir when it lies below a regular file", function()
+      local c = ran_once("final_dir", "pull")
+      H.spit(c.work .. "/not-a-folder", "a regular file\n")
+      local dir = c.work .. "/not-a-folder/output"
+      H.spit(c.file, pull_text(c, nil, { { "data.publisher.final.dir", dir } }))
+      fails_cleanly(c, c.file, { "data.publisher.final.dir", dir, "Not a directory" })
+      assert.are.equal("a regular file\n", H.slurp(c.work .. "/not-a-folder"))
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("names task.data.root.dir when it lies below a regular file", function()
+      local c = ran_once("task_dir", "pull")
+      H.spit(c.work .. "/not-a-folder", "a regular file\n")
+      local dir = c.work .. "/not-a-folder/task-data"
+      H.spit(c.file, pull_text(c, nil, { { "task.data.root.dir", dir } }))
+      fails_cleanly(c, c.file, { "task.data.root.dir", dir, "Not a directory" })
+      assert.are.equal("a regular file\n", H.slurp(c.work .. "/not-a-folder"))
+      picks_up_exactly_the_new_records(c)
+    end)
+  end)
+end)

@@ -1,0 +1,187 @@
+-- The command line: help and version on stdout with status 0, usage errors on stderr with status 2,
+-- `kingest properties`, `kingest state show` of a job that never ran, and what a run says about properties
+-- it ignores (MapReduce-only ones) or does not know (typos).
+local H = require("support.harness")
+
+-- The project version, from CMakeLists.txt.
+local VERSION = H.slurp(H.root .. "/CMakeLists.txt"):match("project%(kingest VERSION ([%d%.]+)")
+
+local function kingest(...)
+  return H.kingest({ ... })
+end
+
+-- Checks that `kingest ARGS...` prints usage starting with HEADER on stdout, nothing on stderr, and exits 0.
+local function prints_usage(header, ...)
+  local code, out, err = kingest(...)
+  local cmd = table.concat({ ... }, " ")
+  assert.are.equal(0, code, cmd .. ": " .. err)
+  assert.are.equal("", err, cmd)
+  assert.are.equal(header, H.lines(out)[1], cmd .. ":\n" .. out)
+  return out
+end
+
+-- Checks that `kingest ARGS...` exits 2 with nothing on stdout and FIRST_LINE first on stderr.
+local function is_a_usage_error(first_line, ...)
+  local code, out, err = kingest(...)
+  local cmd = table.concat({ ... }, " ")
+  assert.are.equal(2, code, cmd .. ": " .. err)
+  assert.are.equal("", out, cmd)
+  assert.are.equal(first_line, H.lines(err)[1], cmd .. ":\n" .. err)
+  return err
+end
+
+describe("the kingest command line", function()
+  describe("prints usage on stdout and exits 0", function()
+    it("for kingest --help, -h and help", function()
+      for _, arg in ipairs({ "--help", "-h", "help" }) do
+        local out = prints_usage("Usage: kingest <command> [options]", arg)
+        for _, cmd in ipairs({ "run JOB", "state show JOB", "properties", "help" }) do
+          assert.truthy(out:find("\n  " .. cmd, 1, true), arg .. " should list " .. cmd .. ":\n" .. out)
+        end
+      end
+    end)
+
+    it("for kingest run --help and kingest help run", function()
+      local out = prints_usage("Usage: kingest run JOB [options]", "run", "--help")
+      assert.truthy(out:find("--work-dir", 1, true), out)
+      assert.are.equal(out, prints_usage("Usage: kingest run JOB [options]", "help", "run"))
+    end)
+
+    it("for kingest state --help and kingest state show --help", function()
+      local out = prints_usage("Usage: kingest state show JOB [options]", "state", "--help")
+      assert.are.equal(out, prints_usage("Usage: kingest state show JOB [options]", "state", "show", "--help"))
+    end)
+
+    it("for kingest properties --help", function()
+      prints_usage("Usage: kingest properties", "properties", "--help")
+    end)
+  end)
+
+  it("prints `kingest <version>` for --version", function()
+    assert.is_string(VERSION)
+    for _, arg in ipairs({ "--version", "-V" }) do
+      local code, out, err = kingest(arg)
+      assert.are.equal(0, code, err)
+      assert.are.equal("kingest " .. VERSION .. "\n", out)
+    end
+  end)
+
+  describe("exits 2 with a message on stderr", function()
+    it("without arguments", function()
+      local err = is_a_usage_error("Usage: kingest <command> [options]")
+      assert.truthy(err:find("Commands:", 1, true), err)
+    end)
+
+    it("for an unknown command", function()
+      is_a_usage_error("kingest: unknown command frobnicate", "frobnicate")
+      is_a_usage_error("kingest: unknown command frobnicate", "help", "frobnicate")
+    end)
+
+    it("for an unknown option", function()
+      is_a_usage_error("kingest: unknown option --frobnicate", "--frobnicate")
+      is_a_usage_error("kingest: unknown option --frobnicate", "run", "--frobnicate", "job.pull")
+      is_a_usage_error("kingest: unknown option --frobnicate", "state", "show", "--frobnicate", "job.pull")
+    end)
+
+    it("for run without a job", function()
+      local err = is_a_usage_error("kingest: run needs one job file", "run")
+      assert.truthy(err:find("Usage: kingest run JOB", 1, true), err)
+      is_a_usage_error("kingest: option --work-dir needs a value", "run", "job.pull", "--work-dir")
+    end)
+  end)
+
+  it("lists the job properties with their defaults", function()
+    local code, out, err = kingest("properties")
+    assert.are.equal(0, code, err)
+    -- Each property: its name (and a note), its description indented, then `default: ...`.
+    local defaults = {}
+    for name, default in out:gmatch("([%w%.%*]+)[^\n]*\n    [^\n]*\n    default: ([^\n]*)") do
+      defaults[name] = default
+    end
+    assert.are.equal("latest", defaults["bootstrap.with.offset"], out)
+    assert.are.equal("nearest", defaults["reset.on.offset.out.of.range"])
+    assert.are.equal("true", defaults["job.lock.enabled"])
+    assert.are.equal("100", defaults["mr.job.max.mappers"])
+    assert.are.equal("(none)", defaults["kafka.brokers"])
+    assert.truthy(out:find("\nmr.job.root.dir (MapReduce only)\n", 1, true), out)
+  end)
+
+  describe("state show of a job that never ran", function()
+    local work, job
+
+    setup(function()
+      work = H.workdir("cli_state")
+      job = H.job_pull(work, "job.name=NeverRan\nkafka.brokers=127.0.0.1:1\n")
+    end)
+
+    it("fails with a clear message, given the job file", function()
+      local code, out, err = H.kingest({ "state", "show", job }, { GOBBLIN_WORK_DIR = work })
+      assert.are.equal(1, code)
+      assert.are.equal("", out)
+      assert.matches("^kingest: no state for job NeverRan: .*NeverRan%.db does not exist$", H.last_line(err))
+      assert.same({}, H.files(work .. "/state-store"))
+    end)
+
+    it("fails with a clear message, given the job's name", function()
+      local code, out, err = kingest("state", "show", "NeverRan", "--work-dir", work)
+      assert.are.equal(1, code)
+      assert.are.equal("", out)
+      assert.matches("^kingest: no state for job NeverRan: .*NeverRan%.db does not exist$", H.last_line(err))
+      assert.same({}, H.files(work .. "/state-store"))
+    end)
+  end)
+
+  describe("a run", function()
+    local topic
+
+    setup(function()
+      topic = H.unique("cli")
+      H.create_topic(topic, 1)
+      H.produce(topic, { "one", "two" })
+    end)
+
+    local function pull(work, extra)
+      return H.job_pull(work, table.concat({
+        "job.name=CliJob",
+        "kafka.brokers=" .. H.bootstrap(),
+        "topic.whitelist=" .. topic,
+        "writer.file.path.type=tablename",
+        "bootstrap.with.offset=earliest",
+      }, "\n") .. "\n" .. extra)
+    end
+
+    it("with MapReduce-only properties logs one INFO line naming those it ignores", function()
+      local work = H.workdir("cli_mr")
+      local job = pull(work, "mr.job.root.dir=${env:GOBBLIN_WORK_DIR}/working\nfs.uri=file:///\n" ..
+        "mapreduce.map.memory.mb=2048\nmr.job.max.mappers=2\n")
+      local code, _, err = H.kingest({ "run", job }, { GOBBLIN_WORK_DIR = work })
+      assert.are.equal(0, code, err)
+      assert.same({ "one", "two" }, H.output_lines(work .. "/job-output/" .. topic))
+      local mentions = {}
+      for _, line in ipairs(H.lines(err)) do
+        if line:find("MapReduce", 1, true) then mentions[#mentions + 1] = line end
+      end
+      assert.are.equal(1, #mentions, err)
+      assert.matches(" INFO ", mentions[1])
+      assert.matches("mr.job.root.dir", mentions[1], 1, true)
+      assert.matches("mapreduce.map.memory.mb", mentions[1], 1, true)
+      -- fs.uri=file:/// and mr.job.max.mappers mean something in standalone mode: not ignored.
+      assert.falsy(mentions[1]:find("fs.uri", 1, true), mentions[1])
+      assert.falsy(mentions[1]:find("mr.job.max.mappers", 1, true), mentions[1])
+      assert.falsy(err:find(" WARN ", 1, true), err)
+    end)
+
+    it("with a misspelt property warns about it with its file and line", function()
+      local work = H.workdir("cli_typo")
+      local job = pull(work, "bootstrap.with.ofset=earliest\n")
+      local code, _, err = H.kingest({ "run", job }, { GOBBLIN_WORK_DIR = work })
+      assert.are.equal(0, code, err)
+      local warnings = {}
+      for _, line in ipairs(H.lines(err)) do
+        if line:find(" WARN ", 1, true) then warnings[#warnings + 1] = line end
+      end
+      assert.are.equal(1, #warnings, err)
+      assert.truthy(warnings[1]:find(job .. ":6: unknown property bootstrap.with.ofset", 1, true), warnings[1])
+    end)
+  end)
+end)

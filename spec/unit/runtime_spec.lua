@@ -1,0 +1,153 @@
+-- gobblin.runtime: decodeRecord, converter chains, ctx and script metrics, driven over the engine's FFI.
+local B = require("support.batch")
+local runtime = require("gobblin.runtime")
+local cjson = require("cjson")
+
+local function processor(text)
+  return runtime.processor(B.job_file(text))
+end
+
+describe("gobblin.runtime", function()
+  describe("without decodeRecord (KafkaSimpleSource)", function()
+    it("writes every payload unchanged: empty, binary with NUL bytes, and a null payload as empty bytes", function()
+      local p = runtime.processor(nil)
+      local big = string.rep("x", 1024 * 1024)
+      local out = B.run(p, { { value = "one" }, { value = "" }, { value = "a\0b\255" }, { value = nil }, { value = big } })
+      assert.same({ "one", "", "a\0b\255", "", big }, out)
+    end)
+
+    it("handles an empty batch", function()
+      local out, errors = B.run(runtime.processor(nil), {})
+      assert.same({}, out)
+      assert.same({}, errors)
+    end)
+  end)
+
+  describe("with a decodeRecord", function()
+    it("writes strings, drops nil, and writes tables as JSON", function()
+      local p = processor([[return { decodeRecord = function(msg)
+        local v = msg:value()
+        if v == "drop" then return nil end
+        if v == "table" then return { n = 1 } end
+        return v:upper()
+      end }]])
+      local out = B.run(p, { { value = "a" }, { value = "drop" }, { value = "table" }, { value = "b" } })
+      assert.same({ "A", '{"n":1}', "B" }, out)
+    end)
+
+    it("sees the record's key, topic, partition, offset and timestamp", function()
+      local p = processor([[return { decodeRecord = function(msg, ctx)
+        return table.concat({ tostring(msg:key()), msg:topic(), msg.partition, msg.offset, msg.timestamp,
+          ctx.topic, ctx.partition, ctx.offset }, "|")
+      end }]])
+      local out = B.run(p, { { value = "v", key = "k", topic = "events", partition = 3, offset = 41, timestamp = 1700 },
+        { value = "v", topic = "events", partition = 3, offset = 42 } })
+      assert.same({ "k|events|3|41|1700|events|3|41", "nil|events|3|42|-1|events|3|42" }, out)
+    end)
+
+    it("resumes after a failing record, and reports which stage failed", function()
+      local p = processor([[return { decodeRecord = function(msg)
+        if msg:value() == "bad" then error("cannot decode") end
+        return msg
+      end }]])
+      local out, errors = B.run(p, { { value = "1" }, { value = "bad" }, { value = "3" }, { value = "bad" } })
+      assert.same({ "1", "3" }, out)
+      assert.are.equal(2, #errors)
+      assert.are.equal(1, errors[1].index)
+      assert.are.equal(3, errors[2].index)
+      assert.matches("cannot decode", errors[1].message)
+      assert.are.equal("decodeRecord", errors[1].stage)
+    end)
+
+    it("can come from a source module named by `source`", function()
+      local p = processor([[return { source = "gobblin.source.kafka_json" }]])
+      local out = B.run(p, { { value = '{"a":[1,2]}' } })
+      assert.same({ a = { 1, 2 } }, cjson.decode(out[1]))
+    end)
+
+    it("refuses a source module that does not exist", function()
+      assert.has_error(function() processor([[return { source = "gobblin.source.nope" }]]) end)
+    end)
+  end)
+
+  describe("converters", function()
+    it("run in order on what decodeRecord returns", function()
+      local p = processor([[return {
+        decodeRecord = function(msg) return msg:value() end,
+        converters = {
+          function(r) return r .. "-1" end,
+          function(r) return r .. "-2" end,
+        } }]])
+      assert.same({ "a-1-2" }, (B.run(p, { { value = "a" } })))
+    end)
+
+    it("drop a record by returning nil", function()
+      local p = processor([[return { converters = {
+        function(r) local v = r:value() if v:find("^keep") then return v end end } }]])
+      assert.same({ "keep1", "keep2" }, (B.run(p, { { value = "keep1" }, { value = "no" }, { value = "keep2" } })))
+    end)
+
+    it("pass several records on with gobblin.many, each through the rest of the chain", function()
+      local p = processor([[local gobblin = require("gobblin")
+        return { converters = {
+          function(r) local out = {} for w in r:value():gmatch("%S+") do out[#out + 1] = w end return gobblin.many(out) end,
+          function(w) if w ~= "skip" then return w:upper() end end,
+        } }]])
+      assert.same({ "A", "B", "C" }, (B.run(p, { { value = "a skip b" }, { value = "c" } })))
+    end)
+
+    it("treat a plain array as one record, not several", function()
+      local p = processor([[return { converters = { function(r) return { 1, 2, 3 } end } }]])
+      assert.same({ "[1,2,3]" }, (B.run(p, { { value = "x" } })))
+    end)
+
+    it("report the failing converter by its position", function()
+      local p = processor([[return { converters = {
+        function(r) return r:value() end,
+        function(r) if r == "bad" then error("boom") end return r end } }]])
+      local out, errors = B.run(p, { { value = "bad" }, { value = "ok" } })
+      assert.same({ "ok" }, out)
+      assert.are.equal("converter 2", errors[1].stage)
+    end)
+
+    it("must be functions", function()
+      assert.has_error(function() processor([[return { converters = { "nope" } }]]) end,
+        "converters[1] must be a function, got string")
+      assert.has_error(function() processor([[return { converters = { function() end, x = 1 } }]]) end,
+        "converters must be an array of functions; it has a key x")
+    end)
+  end)
+
+  describe("ctx", function()
+    it("keeps script state per partition across batches", function()
+      local p = processor([[return { decodeRecord = function(msg, ctx)
+        ctx.state.n = (ctx.state.n or 0) + 1
+        return ctx.partition .. ":" .. ctx.state.n
+      end }]])
+      B.run(p, { { value = "a", partition = 0 }, { value = "b", partition = 0 } })
+      local out = B.run(p, { { value = "c", partition = 1 } })
+      assert.same({ "1:1" }, out)
+      out = B.run(p, { { value = "d", partition = 0 } })
+      assert.same({ "0:3" }, out)
+    end)
+
+    it("counts script metrics that the engine collects", function()
+      local p = processor([[return { decodeRecord = function(msg, ctx)
+        ctx.metrics:counter("num.of.decoding.errors"):inc()
+        ctx.metrics:meter("records.seen"):mark()
+        ctx.metrics:histogram("payload.size"):update(#msg:value())
+        return msg
+      end, converters = { function(r) return r end } }]])
+      B.run(p, { { value = "a" }, { value = "bbb" } })
+      local m = p.collect()
+      assert.are.equal(2, m["num.of.decoding.errors"])
+      assert.are.equal(2, m["records.seen.count"])
+      assert.are.equal(2, m["payload.size.count"])
+      assert.are.equal(1, m["payload.size.min"])
+      assert.are.equal(3, m["payload.size.max"])
+      assert.are.equal(2, m["payload.size.mean"])
+      assert.are.equal(2, m["gobblin.converter.records.in"])
+      assert.are.equal(2, m["gobblin.converter.records.out"])
+    end)
+  end)
+end)
