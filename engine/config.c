@@ -91,6 +91,45 @@ static bool is_quietly_accepted(const char *name) {
   return false;
 }
 
+/* Edit distance between A and B, stopping early once it exceeds LIMIT. */
+static size_t edit_distance(const char *a, const char *b, size_t limit) {
+  size_t n = strlen(a), m = strlen(b);
+  if ((n > m ? n - m : m - n) > limit || m >= 128) return limit + 1;
+  size_t row[128];
+  for (size_t j = 0; j <= m; j++) row[j] = j;
+  for (size_t i = 1; i <= n; i++) {
+    size_t diag = row[0], best = row[0] = i;
+    for (size_t j = 1; j <= m; j++) {
+      size_t up = row[j];
+      size_t v = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < v) v = up + 1;
+      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+      row[j] = v;
+      diag = up;
+      if (v < best) best = v;
+    }
+    if (best > limit) return limit + 1;
+  }
+  return row[m];
+}
+
+/* A documented property within two edits of NAME (a likely typo), or NULL. */
+static const char *nearest_property(const char *name) {
+  size_t n;
+  const kg_property_doc_t *docs = kg_config_property_docs(&n);
+  const char *best = NULL;
+  size_t best_d = 3;
+  for (size_t i = 0; i < n; i++) {
+    if (strchr(docs[i].name, '*')) continue;
+    size_t d = edit_distance(name, docs[i].name, 2);
+    if (d < best_d) {
+      best_d = d;
+      best = docs[i].name;
+    }
+  }
+  return best;
+}
+
 static bool is_mapreduce_only(const char *name) {
   const kg_property_doc_t *d = doc_for(name);
   if (d) return d->mode == 1;
@@ -354,9 +393,14 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   kg_buf_t mr = {0};
   for (size_t i = 0; i < kg_props_count(props); i++) {
     const char *key = kg_props_key_at(props, i);
+    const char *near = NULL;
     if (is_mapreduce_only(key)) {
       kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
-    } else if (!doc_for(key) && !is_quietly_accepted(key)) {
+    } else if (doc_for(key)) {
+      continue;
+    } else if ((near = nearest_property(key))) {
+      KG_WARN("%s: unknown property %s (ignored); did you mean %s?", origin_of(props, key), key, near);
+    } else if (!is_quietly_accepted(key)) {
       KG_WARN("%s: unknown property %s (ignored)", origin_of(props, key), key);
     }
   }

@@ -164,6 +164,32 @@ static void test_config(void) {
   kg_config_destroy(c);
 }
 
+static void test_typos(void) {
+  char err[KG_ERRLEN] = "";
+  kg_config_t *c = NULL;
+  char log[] = "/tmp/kg-test-typos.log";
+  remove(log);
+  kg_log_set_level(KG_LOG_WARN);
+  kg_log_set_file(log);
+  CHECK_INT(config_from("kafka.brokers=b:1\nkafka.broker=b:2\njob.nmae=x\nbootstrap.with.ofset=earliest\n"
+                        "gobblin.custom.setting=1\nmy.own.thing=2\n", &c, err), KG_OK);
+  kg_log_set_file(NULL);
+  kg_log_set_level(KG_LOG_ERROR);
+  kg_config_destroy(c);
+  FILE *f = fopen(log, "r");
+  char text[4096] = "";
+  if (f) {
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+  }
+  CHECK_CONTAINS(text, "job.pull:2: unknown property kafka.broker (ignored); did you mean kafka.brokers?");
+  CHECK_CONTAINS(text, "job.pull:3: unknown property job.nmae (ignored); did you mean job.name?");
+  CHECK_CONTAINS(text, "did you mean bootstrap.with.offset?");
+  CHECK_CONTAINS(text, "job.pull:6: unknown property my.own.thing (ignored)");
+  CHECK(strstr(text, "gobblin.custom.setting") == NULL); /* Gobblin's own namespaces pass quietly */
+  remove(log);
+}
+
 static void test_work_dir(void) {
   char err[KG_ERRLEN] = "";
   kg_props_t *p = kg_props_new();
@@ -185,6 +211,7 @@ int main(void) {
   test_syntax();
   test_substitution();
   test_config();
+  test_typos();
   test_work_dir();
   TEST_MAIN_END();
 }
