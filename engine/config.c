@@ -48,8 +48,9 @@ static const kg_property_doc_t property_docs[] = {
   {"kafka.fetch.timeout.ms", "30000", "Longest wait for the next record of a partition's range.", 0},
   {"kafka.fetch.batch.size", "1000", "Records handed to the script per call.", 0},
   {"kafka.consumer.*", NULL, "Passed to librdkafka as the property after the prefix (e.g. kafka.consumer.security.protocol).", 0},
-  {"decode.error.policy", "skip", "A record whose decodeRecord fails: skip (counted), fail, or quarantine.", 0},
-  {"task.skip.error.records", "-1", "How many undecodable records a task may skip; -1 unlimited.", 0},
+  {"decode.error.policy", "skip", "A record whose decodeRecord or a converter fails: skip (counted), fail, or quarantine (written with its error to <FP>/_errors).", 0},
+  {"task.skip.error.records", "-1", "How many records that failed in the script a task may skip; -1 unlimited.", 0},
+  {"script.batch.timeout.ms", "60000", "Longest time one batch may spend in the script; a script past it is stopped and the run fails.", 0},
   {"task.maxretries", "0", "Retries of a failed task (accepted; not used).", 0},
   {"mr.job.root.dir", NULL, "Working folder of MapReduce runs.", 1},
   {"mr.job.lock.dir", NULL, "Lock folder of MapReduce runs.", 1},
@@ -368,6 +369,7 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   if ((rc = enum_prop(props, "decode.error.policy", KG_ERRORS_SKIP, policies, &e, errbuf))) goto done;
   c->decode_errors = (kg_error_policy_t)e;
   if ((rc = int_prop(props, "task.skip.error.records", -1, -1, INT64_MAX, &c->skip_error_limit, errbuf))) goto done;
+  if ((rc = int_prop(props, "script.batch.timeout.ms", 60000, 10, INT64_MAX, &c->batch_timeout_ms, errbuf))) goto done;
 
   /* Tasks. */
   if ((rc = int_prop(props, "mr.job.max.mappers", 100, 1, 100000, &n, errbuf))) goto done;

@@ -47,6 +47,7 @@ typedef struct {
   char *source;                /* "kafka_simple" or "lua" (decodeRecord from the job file) */
   kg_error_policy_t decode_errors; /* decode.error.policy */
   int64_t skip_error_limit;        /* task.skip.error.records, -1 unlimited */
+  int64_t batch_timeout_ms;        /* script.batch.timeout.ms: longest one call into the script may run */
 } kg_config_t;
 
 /* Builds a config from PROPS (takes ownership of PROPS, even on failure). JOB_FILE is the job file's path;

@@ -3,10 +3,12 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs.h"
 #include "kafka.h"
@@ -190,7 +192,60 @@ static void *worker(void *arg) {
   }
 }
 
-static void run_tasks(kg_job_t *job) {
+/* The watchdog: a script call that runs past script.batch.timeout.ms is first interrupted through a Lua
+ * hook. Compiled code never looks at hooks, so a call still running KG_WATCHDOG_GRACE_MS later (a JIT-compiled
+ * endless loop) cannot be stopped from outside its thread: the run then ends the process, publishing
+ * nothing and moving no offset, after recording the failure. */
+#define KG_WATCHDOG_GRACE_MS 3000
+
+typedef struct {
+  kg_job_t *job;
+  kg_state_t *state;
+  atomic_bool done;
+} kg_watchdog_t;
+
+static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
+  kg_job_t *job = w->job;
+  kg_workunit_t *wu = t->units[atomic_load(&t->current_unit)];
+  char *msg = kg_xasprintf("task %s: the script has run for %lld ms on one batch of %s:%d and cannot be interrupted "
+                           "(script.batch.timeout.ms=%lld); the run is stopped: nothing is published and no offset moves",
+                           t->task_id, (long long)elapsed, wu->topic, wu->partition,
+                           (long long)job->config->batch_timeout_ms);
+  KG_ERROR("%s", msg);
+  char err[KG_ERRLEN];
+  if (kg_state_run_end(w->state, job->job_id, kg_now_ms(), 0, 0, "FAILED", msg, err)) KG_WARN("%s", err);
+  if (kg_fs_remove_tree(job->job_dir, err)) KG_WARN("%s", err);
+  fprintf(stderr, "kingest: %s\n", msg);
+  fflush(stderr);
+  _exit(1);
+}
+
+static void *watchdog(void *arg) {
+  kg_watchdog_t *w = arg;
+  const int64_t limit = w->job->config->batch_timeout_ms;
+  while (!atomic_load(&w->done)) {
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    int64_t now = kg_mono_ms();
+    for (size_t i = 0; i < w->job->ntasks; i++) {
+      kg_task_t *t = &w->job->tasks[i];
+      int64_t since = atomic_load(&t->lua_since_ms);
+      if (!since || now - since <= limit) continue;
+      if (!atomic_load(&t->interrupted)) {
+        atomic_store(&t->interrupted, true);
+        void *lua = atomic_load(&t->lua);
+        KG_WARN("Task %s: the script has run for %lld ms on one batch (script.batch.timeout.ms=%lld); stopping it",
+                t->task_id, (long long)(now - since), (long long)limit);
+        if (lua) kg_lua_interrupt(lua);
+      } else if (now - since > limit + KG_WATCHDOG_GRACE_MS) {
+        stop_run(w, t, now - since);
+      }
+    }
+  }
+  return NULL;
+}
+
+static void run_tasks(kg_job_t *job, kg_state_t *state) {
   const kg_config_t *c = job->config;
   size_t ngroups = 0;
   kg_group_t *groups = kg_pack_worst_fit(job->units, job->nunits, c->max_mappers, &ngroups);
@@ -214,11 +269,17 @@ static void run_tasks(kg_job_t *job) {
   pthread_mutex_init(&pool.mutex, NULL);
   size_t nthreads = (size_t)c->threadpool_size < job->ntasks ? (size_t)c->threadpool_size : job->ntasks;
   pthread_t *threads = kg_xcalloc(nthreads ? nthreads : 1, sizeof(pthread_t));
+  kg_watchdog_t dog = {.job = job, .state = state};
+  pthread_t dog_thread;
+  bool dog_started = pthread_create(&dog_thread, NULL, watchdog, &dog) == 0;
+  if (!dog_started) KG_WARN("cannot start the watchdog thread: script.batch.timeout.ms is not enforced");
   size_t started = 0;
   for (; started < nthreads; started++)
     if (pthread_create(&threads[started], NULL, worker, &pool) != 0) break;
   if (started == 0) worker(&pool); /* no thread could start: run them here */
   for (size_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
+  atomic_store(&dog.done, true);
+  if (dog_started) pthread_join(dog_thread, NULL);
   free(threads);
   pthread_mutex_destroy(&pool.mutex);
 }
@@ -384,7 +445,7 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
     event(&job, "WorkUnitsCreated", md);
   }
   int64_t run_start = kg_mono_ms();
-  run_tasks(&job);
+  run_tasks(&job, state);
   {
     char md[64];
     snprintf(md, sizeof md, "{\"durationMs\":%lld}", (long long)(kg_mono_ms() - run_start));

@@ -134,6 +134,22 @@ int kg_lua_process(kg_lua_t *lua, kg_batch_t *batch, char *errbuf) {
   return kg_lua_pcall(lua->L, 1, 0, errbuf);
 }
 
+static void interrupt_hook(lua_State *L, lua_Debug *ar) {
+  lua_sethook(L, NULL, 0, 0);
+  luaL_error(L, "stopped: the batch ran past script.batch.timeout.ms");
+}
+
+void kg_lua_interrupt(kg_lua_t *lua) {
+  /* lua_sethook is the one call LuaJIT allows from another thread (or a signal handler). The hook fires
+   * at the next call, return or instruction count in interpreted code; a JIT-compiled loop never checks
+   * it, which is why the watchdog has a second, harder stage. */
+  lua_sethook(lua->L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+void kg_lua_clear_interrupt(kg_lua_t *lua) {
+  if (lua_gethook(lua->L)) lua_sethook(lua->L, NULL, 0, 0);
+}
+
 void kg_lua_stage(kg_lua_t *lua, char *out, size_t size) {
   char err[KG_ERRLEN];
   snprintf(out, size, "script");

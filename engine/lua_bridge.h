@@ -26,6 +26,10 @@ void kg_lua_destroy(kg_lua_t *lua);
  * second call resumes after it. */
 int kg_lua_process(kg_lua_t *lua, kg_batch_t *batch, char *errbuf);
 
+/* Asks the state to stop the running call with an error; safe from another thread. */
+void kg_lua_interrupt(kg_lua_t *lua);
+/* Removes an interrupt request that did not fire. Call from the state's own thread, outside Lua. */
+void kg_lua_clear_interrupt(kg_lua_t *lua);
 /* What was running when the last script error happened: "decodeRecord" or "converter N". */
 void kg_lua_stage(kg_lua_t *lua, char *out, size_t size);
 /* Adds the script's own metrics (ctx.metrics counters, meters, histograms) to METRICS. */

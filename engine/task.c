@@ -6,6 +6,7 @@
  * batch call then resumes after it. */
 #include "task.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,9 @@
 
 /* The writer of one file path, opened on the first record that goes there. */
 typedef struct {
-  char *file_path;
+  char *file_path;            /* FP, or FP/_errors for quarantined records */
+  const char *ext;            /* file extension */
+  bool quarantine;            /* JSON lines of failed records, not the job's output format */
   char *staging;
   kg_writer_t *writer;
 } kg_output_t;
@@ -26,7 +29,7 @@ typedef struct {
   kg_task_t *task;
   kg_output_t *outputs;
   size_t noutputs;
-  kg_output_t *current;       /* the output of the partition being pulled */
+  size_t current;             /* index of the output of the partition being pulled */
   int write_rc;
   char write_error[KG_ERRLEN];
   int64_t records_written;    /* counted here on the hot path, added to the task's metrics at the end */
@@ -47,34 +50,89 @@ char *kg_task_file_path(const kg_config_t *c, const char *topic, const char *ext
   return fp;
 }
 
-static kg_output_t *output_for(kg_task_run_t *run, const char *topic) {
+/* The output for FP (taken over) with extension EXT; returns its index in run->outputs. */
+static size_t output_for(kg_task_run_t *run, char *fp, const char *ext, bool quarantine) {
   kg_task_t *t = run->task;
-  char *fp = kg_task_file_path(t->config, topic, t->extract_id);
   for (size_t i = 0; i < run->noutputs; i++)
     if (!strcmp(run->outputs[i].file_path, fp)) {
       free(fp);
-      return &run->outputs[i];
+      return i;
     }
   run->outputs = kg_xrealloc(run->outputs, (run->noutputs + 1) * sizeof(kg_output_t));
-  kg_output_t *o = &run->outputs[run->noutputs++];
+  kg_output_t *o = &run->outputs[run->noutputs];
   o->file_path = fp;
-  o->staging = kg_xasprintf("%s/task-staging/%s/part.%s.%s", t->job_dir, fp, t->task_id, t->config->output_format);
+  o->ext = ext;
+  o->quarantine = quarantine;
+  o->staging = kg_xasprintf("%s/task-staging/%s/part.%s.%s", t->job_dir, fp, t->task_id, ext);
   o->writer = NULL;
-  return o;
+  return run->noutputs++;
+}
+
+/* Appends one record to output IDX, opening its file on first use. */
+static int output_write(kg_task_run_t *run, size_t idx, const char *data, size_t len) {
+  kg_output_t *o = &run->outputs[idx];
+  const kg_config_t *c = run->task->config;
+  if (!o->writer) {
+    int rc = o->quarantine ? kg_writer_open(o->staging, "\n", 1, false, &o->writer, run->write_error)
+                           : kg_writer_open(o->staging, c->delimiter, c->delimiter_len, c->prepend_size, &o->writer,
+                                            run->write_error);
+    if (rc) return rc;
+  }
+  return kg_writer_write(o->writer, data, len, run->write_error);
+}
+
+static void base64(kg_buf_t *out, const unsigned char *p, size_t n) {
+  static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (size_t i = 0; i < n; i += 3) {
+    unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+    char q[4] = {tbl[v >> 18 & 63], tbl[v >> 12 & 63], i + 1 < n ? tbl[v >> 6 & 63] : '=', i + 2 < n ? tbl[v & 63] : '='};
+    kg_buf_append(out, q, 4);
+  }
+}
+
+/* decode.error.policy=quarantine: the raw record and its error, as one JSON line in FP/_errors. */
+static int quarantine(kg_task_run_t *run, const kg_workunit_t *wu, const kg_record_t *r, const char *stage,
+                      const char *error) {
+  kg_task_t *t = run->task;
+  char *fp = kg_task_file_path(t->config, wu->topic, t->extract_id);
+  size_t idx = output_for(run, kg_xasprintf("%s/_errors", fp), "jsonl", true);
+  free(fp);
+  kg_buf_t line = {0};
+  kg_buf_append(&line, "{\"topic\":", 9);
+  kg_json_string(&line, wu->topic);
+  kg_buf_appendf(&line, ",\"partition\":%d,\"offset\":%.0f,\"timestamp\":%.0f,\"stage\":", r->partition, r->offset,
+                 r->timestamp);
+  kg_json_string(&line, stage);
+  kg_buf_append(&line, ",\"error\":", 9);
+  kg_json_string(&line, error);
+  kg_buf_append(&line, ",\"key_base64\":", 14);
+  if (r->key_ptr) {
+    kg_buf_append(&line, "\"", 1);
+    base64(&line, (const unsigned char *)r->key_ptr, r->key_len);
+    kg_buf_append(&line, "\"", 1);
+  } else {
+    kg_buf_append(&line, "null", 4);
+  }
+  kg_buf_append(&line, ",\"value_base64\":", 16);
+  if (r->value_ptr) {
+    kg_buf_append(&line, "\"", 1);
+    base64(&line, (const unsigned char *)r->value_ptr, r->value_len);
+    kg_buf_append(&line, "\"", 1);
+  } else {
+    kg_buf_append(&line, "null", 4);
+  }
+  kg_buf_append(&line, "}", 1);
+  int rc = output_write(run, idx, line.data, line.len);
+  kg_buf_free(&line);
+  return rc;
 }
 
 static int emit(void *ctx, const kg_record_t *record, const char *data, size_t len) {
   kg_task_run_t *run = ctx;
-  kg_output_t *o = run->current;
   if (run->write_rc) return run->write_rc;
-  const kg_config_t *c = run->task->config;
-  if (!o->writer) {
-    run->write_rc = kg_writer_open(o->staging, c->delimiter, c->delimiter_len, c->prepend_size, &o->writer,
-                                   run->write_error);
-    if (run->write_rc) return run->write_rc;
-  }
-  run->write_rc = kg_writer_write(o->writer, data, len, run->write_error);
+  run->write_rc = output_write(run, run->current, data, len);
   if (run->write_rc == KG_OK) {
+    const kg_config_t *c = run->task->config;
     run->records_written++;
     run->bytes_written += (int64_t)(len + c->delimiter_len + (c->prepend_size ? 8 : 0));
   }
@@ -94,7 +152,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
           (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low));
   if (wu->high <= wu->low) goto finished;
 
-  run->current = output_for(run, wu->topic);
+  run->current = output_for(run, kg_task_file_path(c, wu->topic, t->extract_id), c->output_format, false);
   char ferr[KG_ERRLEN];
   if (kg_kafka_fetch_start(kafka, wu->topic, wu->partition, wu->low, ferr)) {
     KG_WARN("%s; moving on to the next partition", ferr);
@@ -131,8 +189,18 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
       kg_batch_t batch = {.records = records, .count = keep, .next = 0, .sink = &sink};
       while (batch.next < batch.count) {
         char lerr[KG_ERRLEN];
+        atomic_store(&t->lua_since_ms, kg_mono_ms());
         int rc = kg_lua_process(lua, &batch, lerr);
+        atomic_store(&t->lua_since_ms, 0);
+        kg_lua_clear_interrupt(lua);
         if (run->write_rc) return kg_fail(errbuf, run->write_rc, "%s", run->write_error);
+        /* A batch the watchdog had to stop (script.batch.timeout.ms) is a broken script, not a bad record. */
+        if (atomic_load(&t->interrupted))
+          return kg_fail(errbuf, KG_ELUA,
+                         "the script ran for more than %lld ms on one batch of %s:%d (offsets %.0f to %.0f) and was "
+                         "stopped (script.batch.timeout.ms)",
+                         (long long)c->batch_timeout_ms, wu->topic, wu->partition, records[0].offset,
+                         records[keep - 1].offset);
         if (rc == KG_OK) break;
         const kg_record_t *bad = &records[batch.next - 1];
         char stage[64];
@@ -148,9 +216,14 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
         if (c->decode_errors == KG_ERRORS_FAIL)
           return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f (decode.error.policy=fail): %s", stage,
                          wu->topic, wu->partition, bad->offset, lerr);
+        if (c->decode_errors == KG_ERRORS_QUARANTINE) {
+          kg_metrics_add(&t->metrics, KG_M_QUARANTINED, 1);
+          if (quarantine(run, wu, bad, stage, lerr)) return kg_fail(errbuf, KG_EIO, "%s", run->write_error);
+        }
         if (logged_errors++ < 5)
-          KG_WARN("Skipping record %s:%d at offset %.0f: %s failed: %s", wu->topic, wu->partition, bad->offset, stage,
-                  lerr);
+          KG_WARN("%s record %s:%d at offset %.0f: %s failed: %s",
+                  c->decode_errors == KG_ERRORS_QUARANTINE ? "Quarantining" : "Skipping", wu->topic, wu->partition,
+                  bad->offset, stage, lerr);
         if (c->skip_error_limit >= 0 && kg_metrics_get(&t->metrics, KG_M_DECODE_ERRORS) > (double)c->skip_error_limit)
           return kg_fail(errbuf, KG_ELUA, "more than %lld records failed in the script (task.skip.error.records); last at %s:%d offset %.0f",
                          (long long)c->skip_error_limit, wu->topic, wu->partition, bad->offset);
@@ -191,6 +264,7 @@ void kg_task_run(kg_task_t *t) {
   kg_record_t *records = kg_xcalloc((size_t)t->config->batch_size, sizeof(kg_record_t));
   char *err = t->error;
   int rc = kg_lua_new(t->config->job_is_lua ? t->config->job_file : NULL, &lua, err);
+  atomic_store(&t->lua, (void *)lua);
   if (!rc) rc = kg_kafka_new(t->config, &kafka, err);
 
   const char *topic = NULL;
@@ -202,6 +276,7 @@ void kg_task_run(kg_task_t *t) {
       topic = wu->topic;
       KG_INFO("Pulling topic %s", topic);
     }
+    atomic_store(&t->current_unit, (int)i);
     rc = pull_unit(&run, kafka, lua, records, wu, &t->results[i], err);
     extracted += t->results[i].records;
   }
@@ -233,15 +308,13 @@ void kg_task_run(kg_task_t *t) {
     rc = kg_writer_close(o->writer, err);
     o->writer = NULL;
     if (rc) continue;
-    char *output = kg_xasprintf("%s/task-output/%s/part.%s.%s", t->job_dir, o->file_path, t->task_id,
-                                t->config->output_format);
+    char *output = kg_xasprintf("%s/task-output/%s/part.%s.%s", t->job_dir, o->file_path, t->task_id, o->ext);
     rc = kg_fs_move(o->staging, output, err);
     t->files = kg_xrealloc(t->files, (t->nfiles + 1) * sizeof(kg_task_file_t));
     kg_task_file_t *f = &t->files[t->nfiles++];
     f->file_path = kg_xstrdup(o->file_path);
     f->output = output;
-    f->final = kg_xasprintf("%s/%s/part.%s.%s", t->config->final_dir, o->file_path, t->task_id,
-                            t->config->output_format);
+    f->final = kg_xasprintf("%s/%s/part.%s.%s", t->config->final_dir, o->file_path, t->task_id, o->ext);
   }
   for (size_t i = 0; i < run.noutputs; i++) {
     if (run.outputs[i].writer) kg_writer_abort(run.outputs[i].writer);
@@ -251,6 +324,7 @@ void kg_task_run(kg_task_t *t) {
   free(run.outputs);
   free(records);
   kg_kafka_destroy(kafka);
+  atomic_store(&t->lua, NULL);
   kg_lua_destroy(lua);
   t->elapsed_ms = kg_mono_ms() - start;
   t->succeeded = rc == KG_OK;

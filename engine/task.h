@@ -3,6 +3,8 @@
 #ifndef KG_TASK_H
 #define KG_TASK_H
 
+#include <stdatomic.h>
+
 #include "config.h"
 #include "metrics.h"
 #include "workunit.h"
@@ -38,6 +40,11 @@ typedef struct {
   kg_task_file_t *files;
   size_t nfiles;
   kg_metrics_t metrics;
+  /* Shared with the job's watchdog thread. */
+  _Atomic int64_t lua_since_ms;  /* monotonic ms when the running batch call began; 0 outside Lua */
+  _Atomic(void *) lua;           /* the task's kg_lua_t while it exists, for kg_lua_interrupt */
+  atomic_bool interrupted;       /* the watchdog stopped a batch that ran too long */
+  atomic_int current_unit;       /* index in units of the partition being pulled */
   bool succeeded;
   char error[KG_ERRLEN];
   int64_t elapsed_ms;
