@@ -38,6 +38,8 @@ static const kg_property_doc_t property_docs[] = {
   {"state.store.fs.uri", "file:///", "File system of the state store; file:/// in standalone mode.", 0},
   {"fs.uri", "file:///", "Default file system; file:/// in standalone mode.", 0},
   {"mr.job.max.mappers", "100", "Number of tasks the work units are packed into.", 0},
+  {"kafka.workunit.size.estimator.type", "AVG_RECORD_TIME",
+   "How work units are sized for packing: AVG_RECORD_TIME, AVG_RECORD_SIZE, or CUSTOM (estimateSize in job.lua).", 0},
   {"taskexecutor.threadpool.size", "<cores>", "Tasks run at once in standalone mode.", 0},
   {"metrics.enabled", "true", "Accepted for Gobblin compatibility; kingest always counts its metrics.", 0},
   {"metrics.reporting.file.enabled", "false", "Write a metrics file for each run.", 0},
@@ -370,6 +372,10 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   c->decode_errors = (kg_error_policy_t)e;
   if ((rc = int_prop(props, "task.skip.error.records", -1, -1, INT64_MAX, &c->skip_error_limit, errbuf))) goto done;
   if ((rc = int_prop(props, "script.batch.timeout.ms", 60000, 10, INT64_MAX, &c->batch_timeout_ms, errbuf))) goto done;
+
+  static const char *const estimators[] = {"AVG_RECORD_TIME", "AVG_RECORD_SIZE", "CUSTOM", NULL};
+  if ((rc = enum_prop(props, "kafka.workunit.size.estimator.type", 0, estimators, &e, errbuf))) goto done;
+  c->estimator = (kg_estimator_t)e;
 
   /* Tasks. */
   if ((rc = int_prop(props, "mr.job.max.mappers", 100, 1, 100000, &n, errbuf))) goto done;

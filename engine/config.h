@@ -8,6 +8,7 @@ typedef enum { KG_BOOTSTRAP_EARLIEST = 0, KG_BOOTSTRAP_LATEST, KG_BOOTSTRAP_SKIP
 typedef enum { KG_RESET_EARLIEST = 0, KG_RESET_LATEST, KG_RESET_NEAREST, KG_RESET_SKIP } kg_reset_t;
 typedef enum { KG_PATH_TABLENAME = 0, KG_PATH_NAMESPACE_TABLE, KG_PATH_DEFAULT } kg_path_type_t;
 typedef enum { KG_ERRORS_SKIP = 0, KG_ERRORS_FAIL, KG_ERRORS_QUARANTINE } kg_error_policy_t;
+typedef enum { KG_ESTIMATOR_AVG_RECORD_TIME = 0, KG_ESTIMATOR_AVG_RECORD_SIZE, KG_ESTIMATOR_CUSTOM } kg_estimator_t;
 
 /* Every field is owned by the config (freed by kg_config_destroy). Paths are absolute. */
 typedef struct {
@@ -35,6 +36,7 @@ typedef struct {
   size_t delimiter_len;
   bool prepend_size;       /* simple.writer.prepend.size */
   int max_mappers;         /* mr.job.max.mappers */
+  kg_estimator_t estimator; /* kafka.workunit.size.estimator.type */
   int threadpool_size;     /* taskexecutor.threadpool.size */
   bool lock_enabled;       /* job.lock.enabled */
   bool metrics_enabled;    /* metrics.reporting.file.enabled */

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "estimator.h"
 #include "fs.h"
 #include "kafka.h"
 #include "lock.h"
@@ -156,13 +157,13 @@ static int plan(kg_job_t *job, kg_state_t *state, char *errbuf) {
       wu->has_stored = prev != NULL;
       wu->stored = prev ? prev->next_offset : -1;
       wu->reason = d.reason;
-      wu->est_size = (double)(latest - d.low);
       KG_INFO("Created workunit for partition %s:%d: lowWatermark=%lld, highWatermark=%lld, range=%lld", t->name, part,
               (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low));
       if (d.reason != KG_START_PREVIOUS)
         KG_DEBUG("Partition %s:%d starts at %lld (%s)", t->name, part, (long long)wu->low, reason_name(d.reason));
     }
   }
+  if (!rc) rc = kg_estimate_sizes(c, job->units, job->nunits, stored, nstored, errbuf);
   kg_kafka_free_topics(topics, ntopics);
   kg_kafka_destroy(kafka);
   kg_topic_filter_destroy(filter);
@@ -261,6 +262,15 @@ static void run_tasks(kg_job_t *job, kg_state_t *state) {
     t->nunits = groups[g].count;
     t->job_dir = job->job_dir;
     t->extract_id = job->extract_id;
+  }
+  for (size_t g = 0; g < ngroups; g++) {
+    kg_buf_t parts = {0};
+    for (size_t u = 0; u < groups[g].count && u < 20; u++)
+      kg_buf_appendf(&parts, "%s%s:%d", u ? ", " : "", job->tasks[g].units[u]->topic, job->tasks[g].units[u]->partition);
+    if (groups[g].count > 20) kg_buf_appendf(&parts, ", ... (%zu more)", groups[g].count - 20);
+    KG_INFO("Task %s: %zu work units, estimated load %.2f: %s", job->tasks[g].task_id, groups[g].count,
+            groups[g].load, parts.data ? parts.data : "");
+    kg_buf_free(&parts);
   }
   kg_groups_free(groups, ngroups);
   KG_INFO("Running %zu work units as %zu tasks on %d threads", job->nunits, job->ntasks,

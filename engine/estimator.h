@@ -1,0 +1,20 @@
+/* estimator.h: work-unit size estimators (kafka.workunit.size.estimator.type). */
+#ifndef KG_ESTIMATOR_H
+#define KG_ESTIMATOR_H
+
+#include "config.h"
+#include "state.h"
+#include "workunit.h"
+
+/* Sets est_size of each of the N UNITS from the stored statistics of earlier runs (STORED, NSTORED):
+ * AVG_RECORD_TIME (range x per-topic geometric mean of the average ms per record), AVG_RECORD_SIZE (range x
+ * the partition's average record size, default 1024), or CUSTOM (the job.lua's estimateSize function).
+ * Fails only for CUSTOM, with a message naming the partition. */
+int kg_estimate_sizes(const kg_config_t *config, kg_workunit_t *units, size_t n, const kg_partition_state_t *stored,
+                      size_t nstored, char *errbuf);
+
+/* The per-topic record-time estimate of AVG_RECORD_TIME, exposed for tests: geometric mean of MILLIS (N
+ * values, each at least 0.01); 0 when N is 0. */
+double kg_geometric_mean(const double *millis, size_t n);
+
+#endif

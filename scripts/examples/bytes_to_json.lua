@@ -1,0 +1,22 @@
+-- Bytes to JSON: each payload is JSON text; the job parses it, adds where the record came from, and
+-- writes one JSON object per line.
+--   KAFKA_BROKERS=host:port TOPIC=events kingest run scripts/examples/bytes_to_json.lua
+local converter = require("gobblin.converter")
+
+return {
+  ["job.name"] = "example_bytes_to_json",
+  ["kafka.brokers"] = os.getenv("KAFKA_BROKERS") or "localhost:9092",
+  ["topic.whitelist"] = os.getenv("TOPIC") or "events",
+  ["bootstrap.with.offset"] = "earliest",
+  ["writer.file.path.type"] = "tablename",
+  ["writer.output.format"] = "json",
+
+  converters = {
+    converter.bytes_to_json(),
+    function(event, ctx)
+      event._kafka = { topic = ctx.topic, partition = ctx.partition, offset = ctx.offset }
+      return event
+    end,
+    converter.json_to_bytes(),
+  },
+}
