@@ -38,6 +38,9 @@ static const kg_property_doc_t property_docs[] = {
   {"state.store.fs.uri", "file:///", "File system of the state store; file:/// in standalone mode.", 0},
   {"fs.uri", "file:///", "Default file system; file:/// in standalone mode.", 0},
   {"mr.job.max.mappers", "100", "Number of tasks the work units are packed into.", 0},
+  {"kafka.workunit.packer.type", "SINGLE_LEVEL",
+   "SINGLE_LEVEL (worst-fit-decreasing; a topic's empty units merged) or BI_LEVEL (per-topic groups first).", 0},
+  {"workunit.pre.grouping.size.factor", "3.0", "BI_LEVEL: first-level groups hold total/(factor x N).", 0},
   {"kafka.workunit.size.estimator.type", "AVG_RECORD_TIME",
    "How work units are sized for packing: AVG_RECORD_TIME, AVG_RECORD_SIZE, or CUSTOM (estimateSize in job.lua).", 0},
   {"taskexecutor.threadpool.size", "<cores>", "Tasks run at once in standalone mode.", 0},
@@ -192,6 +195,23 @@ static int int_prop(const kg_props_t *p, const char *key, int64_t def, int64_t m
     return kg_fail(errbuf, KG_EINVAL, "%s: invalid value '%s' for property %s: expected a whole number from %lld to %lld",
                    origin_of(p, key), v, key, (long long)min, (long long)max);
   *out = n;
+  return KG_OK;
+}
+
+static int double_prop(const kg_props_t *p, const char *key, double def, double min, double max, double *out,
+                       char *errbuf) {
+  const char *v = kg_props_get(p, key);
+  if (!v) {
+    *out = def;
+    return KG_OK;
+  }
+  char *end;
+  double d = strtod(v, &end);
+  while (*end == ' ' || *end == '\t') end++;
+  if (end == v || *end || !(d >= min && d <= max))
+    return kg_fail(errbuf, KG_EINVAL, "%s: invalid value '%s' for property %s: expected a number from %g to %g",
+                   origin_of(p, key), v, key, min, max);
+  *out = d;
   return KG_OK;
 }
 
@@ -376,6 +396,11 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   static const char *const estimators[] = {"AVG_RECORD_TIME", "AVG_RECORD_SIZE", "CUSTOM", NULL};
   if ((rc = enum_prop(props, "kafka.workunit.size.estimator.type", 0, estimators, &e, errbuf))) goto done;
   c->estimator = (kg_estimator_t)e;
+  static const char *const packers[] = {"SINGLE_LEVEL", "BI_LEVEL", NULL};
+  if ((rc = enum_prop(props, "kafka.workunit.packer.type", 0, packers, &e, errbuf))) goto done;
+  c->packer = e;
+  if ((rc = double_prop(props, "workunit.pre.grouping.size.factor", 3.0, 0.1, 1000, &c->pre_grouping_factor, errbuf)))
+    goto done;
 
   /* Tasks. */
   if ((rc = int_prop(props, "mr.job.max.mappers", 100, 1, 100000, &n, errbuf))) goto done;

@@ -37,6 +37,8 @@ typedef struct {
   bool prepend_size;       /* simple.writer.prepend.size */
   int max_mappers;         /* mr.job.max.mappers */
   kg_estimator_t estimator; /* kafka.workunit.size.estimator.type */
+  int packer;              /* kafka.workunit.packer.type: kg_packer_type_t */
+  double pre_grouping_factor; /* workunit.pre.grouping.size.factor */
   int threadpool_size;     /* taskexecutor.threadpool.size */
   bool lock_enabled;       /* job.lock.enabled */
   bool metrics_enabled;    /* metrics.reporting.file.enabled */

@@ -249,7 +249,7 @@ static void *watchdog(void *arg) {
 static void run_tasks(kg_job_t *job, kg_state_t *state) {
   const kg_config_t *c = job->config;
   size_t ngroups = 0;
-  kg_group_t *groups = kg_pack_worst_fit(job->units, job->nunits, c->max_mappers, &ngroups);
+  kg_group_t *groups = kg_pack(job->units, job->nunits, c->max_mappers, c->packer, c->pre_grouping_factor, &ngroups);
   job->tasks = kg_xcalloc(ngroups ? ngroups : 1, sizeof(kg_task_t));
   job->ntasks = ngroups;
   for (size_t g = 0; g < ngroups; g++) {
@@ -257,20 +257,18 @@ static void run_tasks(kg_job_t *job, kg_state_t *state) {
     t->index = (int)g;
     t->task_id = kg_xasprintf("task_%s_%lld_%zu", c->job_name, (long long)job->start_ms, g);
     t->config = c;
+  }
+  const char **names = kg_xcalloc(ngroups ? ngroups : 1, sizeof(char *));
+  for (size_t g = 0; g < ngroups; g++) names[g] = job->tasks[g].task_id;
+  kg_pack_log(groups, ngroups, names);
+  free(names);
+  for (size_t g = 0; g < ngroups; g++) {
+    kg_task_t *t = &job->tasks[g];
     t->units = groups[g].units; /* the task takes the array */
     groups[g].units = NULL;
     t->nunits = groups[g].count;
     t->job_dir = job->job_dir;
     t->extract_id = job->extract_id;
-  }
-  for (size_t g = 0; g < ngroups; g++) {
-    kg_buf_t parts = {0};
-    for (size_t u = 0; u < groups[g].count && u < 20; u++)
-      kg_buf_appendf(&parts, "%s%s:%d", u ? ", " : "", job->tasks[g].units[u]->topic, job->tasks[g].units[u]->partition);
-    if (groups[g].count > 20) kg_buf_appendf(&parts, ", ... (%zu more)", groups[g].count - 20);
-    KG_INFO("Task %s: %zu work units, estimated load %.2f: %s", job->tasks[g].task_id, groups[g].count,
-            groups[g].load, parts.data ? parts.data : "");
-    kg_buf_free(&parts);
   }
   kg_groups_free(groups, ngroups);
   KG_INFO("Running %zu work units as %zu tasks on %d threads", job->nunits, job->ntasks,
