@@ -38,6 +38,20 @@ static const kg_property_doc_t property_docs[] = {
   {"state.store.fs.uri", "file:///", "File system of the state store; file:/// in standalone mode.", 0},
   {"fs.uri", "file:///", "Default file system; file:/// in standalone mode.", 0},
   {"mr.job.max.mappers", "100", "Number of tasks the work units are packed into.", 0},
+  {"job.commit.policy", "full",
+   "full: publish only when every task succeeded; successful: publish and commit the tasks that succeeded.", 0},
+  {"extract.limit.enabled", "false", "Limit each task by time, rate or count (extract.limit.type).", 0},
+  {"extract.limit.type", NULL, "time, rate or count; pool is refused.", 0},
+  {"extract.limit.time.limit", NULL, "type=time: the task's time budget, shared fairly by its partitions (also extract.limit.timeLimit).", 0},
+  {"extract.limit.time.limit.timeunit", "seconds", "Unit of the time limit (also extract.limit.timeLimitTimeunit).", 0},
+  {"extract.limit.rate.limit", NULL, "type=rate: records per time unit per task (also extract.limit.rateLimit).", 0},
+  {"extract.limit.rate.limit.timeunit", "seconds", "Unit of the rate limit (also extract.limit.rateLimitTimeunit).", 0},
+  {"extract.limit.count.limit", NULL, "type=count: records per task, shared fairly by its partitions (also extract.limit.countLimit).", 0},
+  {"extract.limit.timeLimit", NULL, "Gobblin's newer name of extract.limit.time.limit.", 0},
+  {"extract.limit.timeLimitTimeunit", NULL, "Gobblin's newer name of extract.limit.time.limit.timeunit.", 0},
+  {"extract.limit.rateLimit", NULL, "Gobblin's newer name of extract.limit.rate.limit.", 0},
+  {"extract.limit.rateLimitTimeunit", NULL, "Gobblin's newer name of extract.limit.rate.limit.timeunit.", 0},
+  {"extract.limit.countLimit", NULL, "Gobblin's newer name of extract.limit.count.limit.", 0},
   {"kafka.workunit.packer.type", "SINGLE_LEVEL",
    "SINGLE_LEVEL (worst-fit-decreasing; a topic's empty units merged) or BI_LEVEL (per-topic groups first).", 0},
   {"workunit.pre.grouping.size.factor", "3.0", "BI_LEVEL: first-level groups hold total/(factor x N).", 0},
@@ -215,6 +229,7 @@ static int double_prop(const kg_props_t *p, const char *key, double def, double 
   return KG_OK;
 }
 
+
 static int bool_prop(const kg_props_t *p, const char *key, bool def, bool *out, char *errbuf) {
   const char *v = kg_props_get(p, key);
   if (!v) {
@@ -241,6 +256,71 @@ static int enum_prop(const kg_props_t *p, const char *key, int def, const char *
   int i = kg_config_parse_enum(key, origin_of(p, key), kg_strtrim(tmp), allowed, errbuf);
   if (i < 0) return KG_EINVAL;
   *out = i;
+  return KG_OK;
+}
+
+/* A property with two accepted names (the seed's dotted one and Gobblin's newer camel-case one): the
+ * name in use, or NULL. Both set to different values is an error. */
+static int either_name(const kg_props_t *p, const char *a, const char *b, const char **out, char *errbuf) {
+  const char *va = kg_props_get(p, a), *vb = kg_props_get(p, b);
+  *out = va ? a : vb ? b : NULL;
+  if (va && vb && strcmp(va, vb))
+    return kg_fail(errbuf, KG_EINVAL, "%s: properties %s=%s and %s=%s disagree; set one of them", origin_of(p, b), a,
+                   va, b, vb);
+  return KG_OK;
+}
+
+/* Milliseconds in one Java TimeUnit (seconds, minutes, ...), or 0 for an unknown unit. */
+static double unit_ms(const char *unit) {
+  static const struct { const char *name; double ms; } units[] = {
+    {"milliseconds", 1}, {"seconds", 1000}, {"minutes", 60000}, {"hours", 3600000}, {"days", 86400000}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (!strcasecmp(unit, units[i].name)) return units[i].ms;
+  return 0;
+}
+
+static int limit_props(kg_config_t *c, char *errbuf) {
+  const kg_props_t *p = c->props;
+  int rc = bool_prop(p, "extract.limit.enabled", false, &c->limit_enabled, errbuf);
+  if (rc || !c->limit_enabled) return rc;
+  const char *type = kg_props_get(p, "extract.limit.type");
+  if (!type)
+    return kg_fail(errbuf, KG_EINVAL, "%s: extract.limit.enabled=true needs extract.limit.type (time, rate or count)",
+                   origin_of(p, "extract.limit.enabled"));
+  if (!strcasecmp(type, "pool"))
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: extract.limit.type=pool is not supported (Gobblin refuses it at run time too); use time, rate "
+                   "or count",
+                   origin_of(p, "extract.limit.type"));
+  static const char *const types[] = {"time", "rate", "count", NULL};
+  int e;
+  if ((rc = enum_prop(p, "extract.limit.type", 0, types, &e, errbuf))) return rc;
+  c->limit_type = (kg_limit_type_t)e;
+  static const char *names[][4] = {
+    {"extract.limit.time.limit", "extract.limit.timeLimit", "extract.limit.time.limit.timeunit", "extract.limit.timeLimitTimeunit"},
+    {"extract.limit.rate.limit", "extract.limit.rateLimit", "extract.limit.rate.limit.timeunit", "extract.limit.rateLimitTimeunit"},
+    {"extract.limit.count.limit", "extract.limit.countLimit", NULL, NULL}};
+  const char *key = NULL, *unit_key = NULL;
+  if ((rc = either_name(p, names[e][0], names[e][1], &key, errbuf))) return rc;
+  if (!key)
+    return kg_fail(errbuf, KG_EINVAL, "%s: extract.limit.type=%s needs %s", origin_of(p, "extract.limit.type"), type,
+                   names[e][0]);
+  if (names[e][2] && (rc = either_name(p, names[e][2], names[e][3], &unit_key, errbuf))) return rc;
+  double ms = 1000;
+  if (unit_key) {
+    ms = unit_ms(kg_props_get(p, unit_key));
+    if (ms == 0)
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: invalid value '%s' for property %s: allowed values are milliseconds, seconds, minutes, hours, days",
+                     origin_of(p, unit_key), kg_props_get(p, unit_key), unit_key);
+  }
+  double v;
+  if ((rc = double_prop(p, key, 0, 1e-9, 1e15, &v, errbuf))) return rc;
+  switch (c->limit_type) {
+  case KG_LIMIT_TIME: c->limit_time_ms = (int64_t)(v * ms); break;
+  case KG_LIMIT_RATE: c->limit_rate_per_s = v / ms * 1000.0; break;
+  case KG_LIMIT_COUNT: c->limit_count = (int64_t)v; break;
+  }
   return KG_OK;
 }
 
@@ -401,6 +481,11 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   c->packer = e;
   if ((rc = double_prop(props, "workunit.pre.grouping.size.factor", 3.0, 0.1, 1000, &c->pre_grouping_factor, errbuf)))
     goto done;
+
+  if ((rc = limit_props(c, errbuf))) goto done;
+  static const char *const commit_policies[] = {"full", "successful", NULL};
+  if ((rc = enum_prop(props, "job.commit.policy", 0, commit_policies, &e, errbuf))) goto done;
+  c->commit_policy = (kg_commit_policy_t)e;
 
   /* Tasks. */
   if ((rc = int_prop(props, "mr.job.max.mappers", 100, 1, 100000, &n, errbuf))) goto done;

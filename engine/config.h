@@ -8,6 +8,8 @@ typedef enum { KG_BOOTSTRAP_EARLIEST = 0, KG_BOOTSTRAP_LATEST, KG_BOOTSTRAP_SKIP
 typedef enum { KG_RESET_EARLIEST = 0, KG_RESET_LATEST, KG_RESET_NEAREST, KG_RESET_SKIP } kg_reset_t;
 typedef enum { KG_PATH_TABLENAME = 0, KG_PATH_NAMESPACE_TABLE, KG_PATH_DEFAULT } kg_path_type_t;
 typedef enum { KG_ERRORS_SKIP = 0, KG_ERRORS_FAIL, KG_ERRORS_QUARANTINE } kg_error_policy_t;
+typedef enum { KG_LIMIT_TIME = 0, KG_LIMIT_RATE, KG_LIMIT_COUNT } kg_limit_type_t;
+typedef enum { KG_COMMIT_FULL = 0, KG_COMMIT_SUCCESSFUL } kg_commit_policy_t;
 typedef enum { KG_ESTIMATOR_AVG_RECORD_TIME = 0, KG_ESTIMATOR_AVG_RECORD_SIZE, KG_ESTIMATOR_CUSTOM } kg_estimator_t;
 
 /* Every field is owned by the config (freed by kg_config_destroy). Paths are absolute. */
@@ -36,6 +38,12 @@ typedef struct {
   size_t delimiter_len;
   bool prepend_size;       /* simple.writer.prepend.size */
   int max_mappers;         /* mr.job.max.mappers */
+  kg_commit_policy_t commit_policy; /* job.commit.policy */
+  bool limit_enabled;          /* extract.limit.enabled */
+  kg_limit_type_t limit_type;  /* extract.limit.type */
+  int64_t limit_time_ms;       /* time: the task's budget */
+  double limit_rate_per_s;     /* rate: records per second per task */
+  int64_t limit_count;         /* count: records per task */
   kg_estimator_t estimator; /* kafka.workunit.size.estimator.type */
   int packer;              /* kafka.workunit.packer.type: kg_packer_type_t */
   double pre_grouping_factor; /* workunit.pre.grouping.size.factor */

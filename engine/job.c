@@ -297,6 +297,7 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
   int64_t t0 = kg_mono_ms();
   size_t nmoves = 0, nparts = 0;
   for (size_t i = 0; i < job->ntasks; i++) {
+    if (!job->tasks[i].succeeded) continue; /* job.commit.policy=successful: only successful tasks commit */
     nmoves += job->tasks[i].nfiles;
     nparts += job->tasks[i].nunits;
   }
@@ -305,6 +306,7 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
   size_t m = 0, p = 0;
   for (size_t i = 0; i < job->ntasks; i++) {
     kg_task_t *t = &job->tasks[i];
+    if (!t->succeeded) continue;
     for (size_t f = 0; f < t->nfiles; f++) {
       moves[m].src = t->files[f].output;
       moves[m++].dst = t->files[f].final;
@@ -383,6 +385,17 @@ static void write_metrics(kg_job_t *job, bool succeeded) {
                      r->records ? (double)r->bytes / (double)r->records : 0.0, (long long)r->decode_errors, t->task_id);
       event(job, "KafkaExtractorTopicMetadata", md.data);
       kg_buf_free(&md);
+      if (r->premature_stop) {
+        kg_buf_t stop = {0};
+        kg_buf_append(&stop, "{\"topic\":", 9);
+        kg_json_string(&stop, wu->topic);
+        kg_buf_appendf(&stop, ",\"partition\":%d,\"expectedHighWatermark\":%lld,\"actualHighWatermark\":%lld,\"reason\":",
+                       wu->partition, (long long)wu->high, (long long)r->actual_high);
+        kg_json_string(&stop, r->stop_reason);
+        kg_buf_append(&stop, "}", 1);
+        event(job, "PrematureExtractorStop", stop.data);
+        kg_buf_free(&stop);
+      }
     }
   }
   kg_buf_appendf(&out, "{\"type\":\"metrics\",\"time\":%lld,\"context\":{\"job\":", (long long)kg_now_ms());
@@ -469,13 +482,25 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
   }
   kg_metrics_add(&job.metrics, "job.records.written", kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN));
   if (failed) {
-    rc = KG_EINVAL;
     if (failed > 1) {
       size_t n = strlen(errbuf);
       snprintf(errbuf + n, KG_ERRLEN - n, " (and %zu more failed tasks)", failed - 1);
     }
-    KG_ERROR("%zu of %zu tasks failed; job.commit.policy=full: nothing is published and no offset moves", failed,
-             job.ntasks);
+    if (c->commit_policy == KG_COMMIT_FULL) {
+      rc = KG_EINVAL;
+      KG_ERROR("%zu of %zu tasks failed; job.commit.policy=full: nothing is published and no offset moves", failed,
+               job.ntasks);
+      goto out;
+    }
+    KG_ERROR("%zu of %zu tasks failed; job.commit.policy=successful: committing the %zu tasks that succeeded",
+             failed, job.ntasks, job.ntasks - failed);
+    char cerr[KG_ERRLEN];
+    rc = commit(&job, state, cerr);
+    if (rc) {
+      snprintf(errbuf, KG_ERRLEN, "%s", cerr);
+      goto out;
+    }
+    rc = KG_EINVAL; /* the run still failed: some of it did not arrive */
     goto out;
   }
   rc = commit(&job, state, errbuf);

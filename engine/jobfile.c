@@ -41,6 +41,14 @@ static bool scalar_to_string(lua_State *L, int idx, kg_buf_t *out) {
   }
 }
 
+/* The keys of the job table that the task runtime reads (gobblin.runtime checks them), not properties. */
+static bool is_script_key(const char *key) {
+  static const char *const keys[] = {"decodeRecord", "source", "converters", "estimateSize", NULL};
+  for (int i = 0; keys[i]; i++)
+    if (!strcmp(key, keys[i])) return true;
+  return false;
+}
+
 static int flatten(lua_State *L, int idx, const char *prefix, const char *file, kg_props_t *props, char *errbuf) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
@@ -49,6 +57,10 @@ static int flatten(lua_State *L, int idx, const char *prefix, const char *file, 
       lua_pop(L, 2);
       if (!*prefix) continue; /* array items of the top level are not properties */
       return kg_fail(errbuf, KG_EINVAL, "%s: property %s: mixes list items and named keys", file, prefix);
+    }
+    if (!*prefix && is_script_key(lua_tostring(L, -2))) {
+      lua_pop(L, 1); /* script code, such as source = "gobblin.source.kafka_json" */
+      continue;
     }
     char *key = *prefix ? kg_xasprintf("%s.%s", prefix, lua_tostring(L, -2)) : kg_xstrdup(lua_tostring(L, -2));
     int type = lua_type(L, vidx);

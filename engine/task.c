@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs.h"
 #include "kafka.h"
@@ -32,6 +33,8 @@ typedef struct {
   size_t current;             /* index of the output of the partition being pulled */
   int write_rc;
   char write_error[KG_ERRLEN];
+  int64_t started_ms;         /* monotonic start of the task, for the rate limit */
+  int64_t task_records;       /* records pulled by the task so far */
   int64_t records_written;    /* counted here on the hot path, added to the task's metrics at the end */
   int64_t bytes_written;
 } kg_task_run_t;
@@ -141,8 +144,34 @@ static int emit(void *ctx, const kg_record_t *record, const char *data, size_t l
 
 /* Pulls one work unit. Returns KG_OK (the unit is done, perhaps short of its high watermark after a fetch
  * error), or an error that fails the task (script policy, write failure). */
+/* What the extract limit allows one work unit: a deadline (monotonic ms, 0 for none) and a number of
+ * records (-1 for no limit). */
+typedef struct {
+  int64_t deadline_ms;
+  int64_t records;
+} kg_allowance_t;
+
+/* Sleeps until the task's record rate is back under extract.limit.rate (records per second). */
+static void throttle(kg_task_run_t *run, int64_t task_records) {
+  const kg_config_t *c = run->task->config;
+  if (!c->limit_enabled || c->limit_type != KG_LIMIT_RATE) return;
+  double due_ms = (double)task_records / c->limit_rate_per_s * 1000.0;
+  int64_t ahead = (int64_t)due_ms - (kg_mono_ms() - run->started_ms);
+  if (ahead > 0) {
+    struct timespec ts = {ahead / 1000, (ahead % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static void stop_early(kg_unit_result_t *res, const kg_workunit_t *wu, int64_t next, const char *why) {
+  res->premature_stop = true;
+  snprintf(res->stop_reason, sizeof res->stop_reason, "%s", why);
+  KG_INFO("Stopping partition %s:%d early at offset %lld of %lld: %s", wu->topic, wu->partition, (long long)next,
+          (long long)wu->high, why);
+}
+
 static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_record_t *records,
-                     kg_workunit_t *wu, kg_unit_result_t *res, char *errbuf) {
+                     kg_workunit_t *wu, kg_allowance_t allow, kg_unit_result_t *res, char *errbuf) {
   kg_task_t *t = run->task;
   const kg_config_t *c = t->config;
   int64_t start = kg_mono_ms();
@@ -163,9 +192,18 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
   int64_t last_progress = kg_mono_ms();
   int logged_errors = 0;
   while (next < wu->high) {
+    if (allow.deadline_ms && kg_mono_ms() >= allow.deadline_ms) {
+      stop_early(res, wu, next, "extract.limit.type=time: the partition's share of the task's time is used up");
+      break;
+    }
+    if (allow.records >= 0 && res->records >= allow.records) {
+      stop_early(res, wu, next, "extract.limit.type=count: the partition's share of the task's records is pulled");
+      break;
+    }
     int64_t eof_offset = -1;
     /* Ask for no more than the range still needs, so the last batch returns as soon as it is complete. */
     int64_t want = wu->high - next;
+    if (allow.records >= 0 && allow.records - res->records < want) want = allow.records - res->records;
     int n = kg_kafka_fetch(kafka, records, want < c->batch_size ? (int)want : c->batch_size, 500, &eof_offset, ferr);
     if (n < 0) {
       KG_WARN("%s; partition %s:%d stops at offset %lld", ferr, wu->topic, wu->partition, (long long)next);
@@ -181,6 +219,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
       if (off < next || off >= wu->high) continue;
       records[keep++] = records[i];
     }
+    if (allow.records >= 0 && keep > allow.records - res->records) keep = (int)(allow.records - res->records);
     if (keep > 0) {
       last_progress = kg_mono_ms();
       for (int i = 0; i < keep; i++) res->bytes += (int64_t)records[i].value_len;
@@ -229,8 +268,10 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
                          (long long)c->skip_error_limit, wu->topic, wu->partition, bad->offset);
       }
       next = (int64_t)records[keep - 1].offset + 1;
+      run->task_records += keep;
+      throttle(run, run->task_records);
     }
-    if (past_high) next = wu->high;
+    if (past_high && !(allow.records >= 0 && res->records >= allow.records)) next = wu->high;
     if (eof_offset >= 0) {
       /* Every record below the partition's end has come: offsets that did not are gone (deleted,
        * compacted, transaction markers). */
@@ -269,16 +310,36 @@ void kg_task_run(kg_task_t *t) {
 
   const char *topic = NULL;
   int64_t extracted = 0;
+  /* Time and count limits are shared fairly: each partition with records to pull gets an equal share of
+   * what is left, so one slow partition cannot starve the ones after it, and what one leaves unused goes
+   * to the rest. */
+  run.started_ms = start;
+  const kg_config_t *c = t->config;
+  int64_t task_deadline = c->limit_enabled && c->limit_type == KG_LIMIT_TIME ? start + c->limit_time_ms : 0;
+  int64_t records_left = c->limit_enabled && c->limit_type == KG_LIMIT_COUNT ? c->limit_count : -1;
+  size_t pending = 0;
+  for (size_t i = 0; i < t->nunits; i++) pending += t->units[i]->high > t->units[i]->low;
   for (size_t i = 0; !rc && i < t->nunits; i++) {
     kg_workunit_t *wu = t->units[i];
+    kg_allowance_t allow = {0, -1};
+    if (wu->high > wu->low) {
+      if (task_deadline) {
+        int64_t now = kg_mono_ms();
+        allow.deadline_ms = now + (task_deadline > now ? (task_deadline - now) / (int64_t)pending : 0);
+        if (allow.deadline_ms <= now) allow.deadline_ms = now; /* nothing left: stops at once */
+      }
+      if (records_left >= 0) allow.records = records_left / (int64_t)pending + (records_left % (int64_t)pending ? 1 : 0);
+      pending--;
+    }
     if (!topic || strcmp(topic, wu->topic)) {
       if (topic) KG_INFO("Finished pulling topic %s", topic);
       topic = wu->topic;
       KG_INFO("Pulling topic %s", topic);
     }
     atomic_store(&t->current_unit, (int)i);
-    rc = pull_unit(&run, kafka, lua, records, wu, &t->results[i], err);
+    rc = pull_unit(&run, kafka, lua, records, wu, allow, &t->results[i], err);
     extracted += t->results[i].records;
+    if (records_left >= 0) records_left -= t->results[i].records;
   }
   if (!rc && topic) KG_INFO("Finished pulling topic %s", topic);
   kg_metrics_add(&t->metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
@@ -303,6 +364,7 @@ void kg_task_run(kg_task_t *t) {
     if (!o->writer) continue;
     if (rc) {
       kg_writer_abort(o->writer);
+      o->writer = NULL;
       continue;
     }
     rc = kg_writer_close(o->writer, err);

@@ -17,6 +17,8 @@ typedef struct {
   int64_t elapsed_ms;    /* from the start of the partition to its end */
   int64_t decode_errors;
   bool fetch_failed;     /* the fetch stopped with an error before the high watermark */
+  bool premature_stop;   /* an extract limit ended the unit before its high watermark */
+  char stop_reason[160];
 } kg_unit_result_t;
 
 /* One output file of a task. */
