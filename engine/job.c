@@ -108,7 +108,7 @@ static int plan(kg_job_t *job, kg_state_t *state, char *errbuf) {
   size_t ntopics = 0;
   kg_partition_state_t *stored = NULL;
   size_t nstored = 0;
-  rc = kg_state_partitions(state, &stored, &nstored, errbuf);
+  if (state) rc = kg_state_partitions(state, &stored, &nstored, errbuf);
   if (!rc) rc = kg_kafka_new(c, &kafka, errbuf);
   if (!rc) rc = kg_kafka_list_topics(kafka, &topics, &ntopics, errbuf);
   size_t cap = 0;
@@ -531,6 +531,95 @@ out:
   kg_metrics_free(&job.metrics);
   kg_buf_free(&job.events);
   free(job.job_dir);
+  free(job.job_id);
+  return rc;
+}
+
+static void json_unit(kg_buf_t *out, const kg_workunit_t *wu) {
+  kg_buf_append(out, "{\"topic\":", 9);
+  kg_json_string(out, wu->topic);
+  kg_buf_appendf(out,
+                 ",\"partition\":%d,\"low\":%lld,\"high\":%lld,\"range\":%lld,\"earliest\":%lld,\"latest\":%lld,"
+                 "\"stored\":",
+                 wu->partition, (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low),
+                 (long long)wu->earliest, (long long)wu->latest);
+  if (wu->has_stored)
+    kg_buf_appendf(out, "%lld", (long long)wu->stored);
+  else
+    kg_buf_append(out, "null", 4);
+  kg_buf_appendf(out, ",\"start\":\"%s\",\"estimatedSize\":%.6g}", reason_name(wu->reason), wu->est_size);
+}
+
+int kg_job_plan(const kg_config_t *c, bool json, FILE *out, char *errbuf) {
+  kg_job_t job = {.config = c};
+  job.start_ms = kg_now_ms();
+  job.job_id = kg_xasprintf("job_%s_%lld", c->job_name, (long long)job.start_ms);
+  kg_state_t *state = NULL;
+  int rc = kg_state_open_readonly(c->state_store_dir, c->job_name, &state, errbuf);
+  if (rc == KG_ENOTFOUND) rc = KG_OK; /* a job that never ran: every partition is new */
+  if (!rc) rc = plan(&job, state, errbuf);
+  kg_state_close(state);
+  if (rc) goto out;
+  size_t ngroups = 0;
+  kg_group_t *groups = kg_pack(job.units, job.nunits, c->max_mappers, c->packer, c->pre_grouping_factor, &ngroups);
+  static const char *packers[] = {"SINGLE_LEVEL", "BI_LEVEL"};
+  static const char *estimators[] = {"AVG_RECORD_TIME", "AVG_RECORD_SIZE", "CUSTOM"};
+  double min = 0, max = 0, total = 0;
+  int64_t records = 0;
+  for (size_t g = 0; g < ngroups; g++) {
+    if (g == 0 || groups[g].load < min) min = groups[g].load;
+    if (g == 0 || groups[g].load > max) max = groups[g].load;
+  }
+  for (size_t i = 0; i < job.nunits; i++) {
+    total += job.units[i].est_size;
+    records += job.units[i].high - job.units[i].low;
+  }
+  double spread = max > 0 ? (max - min) / max * 100 : 0;
+  kg_buf_t o = {0};
+  if (json) {
+    kg_buf_append(&o, "{\"job\":", 7);
+    kg_json_string(&o, c->job_name);
+    kg_buf_appendf(&o,
+                   ",\"packer\":\"%s\",\"estimator\":\"%s\",\"maxMappers\":%d,\"workUnits\":%zu,\"records\":%lld,"
+                   "\"estimatedSize\":%.6g,\"minLoad\":%.6g,\"maxLoad\":%.6g,\"spreadPercent\":%.2f,\"tasks\":[",
+                   packers[c->packer], estimators[c->estimator], c->max_mappers, job.nunits, (long long)records, total,
+                   min, max, spread);
+    for (size_t g = 0; g < ngroups; g++) {
+      kg_buf_appendf(&o, "%s{\"index\":%zu,\"load\":%.6g,\"estimatedSize\":%.6g,\"workUnits\":[", g ? "," : "", g,
+                     groups[g].load, groups[g].size);
+      for (size_t u = 0; u < groups[g].count; u++) {
+        if (u) kg_buf_append(&o, ",", 1);
+        json_unit(&o, groups[g].units[u]);
+      }
+      kg_buf_append(&o, "]}", 2);
+    }
+    kg_buf_append(&o, "]}\n", 3);
+  } else {
+    kg_buf_appendf(&o, "Job %s: %zu work units, %lld records, in %zu tasks (%s, %s, mr.job.max.mappers=%d)\n",
+                   c->job_name, job.nunits, (long long)records, ngroups, packers[c->packer], estimators[c->estimator],
+                   c->max_mappers);
+    for (size_t g = 0; g < ngroups; g++) {
+      kg_buf_appendf(&o, "\nTask %zu: load %.2f, estimated size %.2f, %zu work units\n", g, groups[g].load,
+                     groups[g].size, groups[g].count);
+      kg_buf_appendf(&o, "  %-32s %9s %14s %14s %12s %14s  %s\n", "TOPIC", "PARTITION", "LOW", "HIGH", "RANGE",
+                     "EST_SIZE", "START");
+      for (size_t u = 0; u < groups[g].count; u++) {
+        const kg_workunit_t *wu = groups[g].units[u];
+        kg_buf_appendf(&o, "  %-32s %9d %14lld %14lld %12lld %14.2f  %s\n", wu->topic, wu->partition,
+                       (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low), wu->est_size,
+                       reason_name(wu->reason));
+      }
+    }
+    kg_buf_appendf(&o, "\nMin load %.2f, max load %.2f, spread %.2f%%\n", min, max, spread);
+  }
+  if (fwrite(o.data ? o.data : "", 1, o.len, out) != o.len) rc = kg_fail(errbuf, KG_EIO, "cannot write the plan");
+  kg_buf_free(&o);
+  kg_groups_free(groups, ngroups);
+out:
+  for (size_t i = 0; i < job.nunits; i++) kg_workunit_clear(&job.units[i]);
+  free(job.units);
+  kg_metrics_free(&job.metrics);
+  kg_buf_free(&job.events);
   free(job.job_id);
   return rc;
 }

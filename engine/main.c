@@ -17,6 +17,7 @@ static const char *usage_main =
     "\n"
     "Commands:\n"
     "  run JOB             Run a job once (JOB is a job.lua or a Gobblin .pull/.properties file)\n"
+    "  plan JOB [--json]   Show the work units and tasks a run would make, changing nothing\n"
     "  state show JOB      Print every partition's stored offset and statistics\n"
     "  properties          List the job properties kingest reads, with their defaults\n"
     "  help [COMMAND]      Show help for a command\n"
@@ -57,6 +58,19 @@ static const char *usage_state =
     "                              or <work dir>/state-store)\n"
     "  -h, --help                  Show this help\n";
 
+static const char *usage_plan =
+    "Usage: kingest plan JOB [options]\n"
+    "\n"
+    "A dry run: connects to the brokers, makes the work units (watermarks from the stored offsets and the\n"
+    "broker's range), estimates their sizes, packs them into tasks and prints the tasks with their loads.\n"
+    "Nothing is written: not the state, not the output, not the metrics, and no lock is taken.\n"
+    "\n"
+    "Options:\n"
+    "  -j, --json             Print JSON instead of a table\n"
+    "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR)\n"
+    "  -l, --log-level LEVEL  debug, info, warn (default) or error\n"
+    "  -h, --help             Show this help\n";
+
 static const char *usage_properties =
     "Usage: kingest properties\n"
     "\n"
@@ -81,6 +95,7 @@ typedef struct {
   const char *state_dir;
   const char *log_level;
   const char *log_file;
+  bool json;
   const char *positional[4];
   int npositional;
 } kg_args_t;
@@ -102,6 +117,9 @@ static int parse_args(int argc, char **argv, int first, kg_args_t *a, const char
       target = &a->log_level;
     } else if (!strcmp(arg, "--log-file")) {
       target = &a->log_file;
+    } else if (!strcmp(arg, "-j") || !strcmp(arg, "--json")) {
+      a->json = true;
+      continue;
     } else if (!strncmp(arg, "--work-dir=", 11)) {
       a->work_dir = arg + 11;
       continue;
@@ -164,6 +182,23 @@ static int cmd_run(int argc, char **argv) {
   if (rc == KG_ELOCKED) return fail(3, err);
   if (rc) return fail(1, err);
   return 0;
+}
+
+static int cmd_plan(int argc, char **argv) {
+  kg_log_set_level(KG_LOG_WARN); /* the plan is the output; --log-level info shows the planning steps */
+  kg_args_t a;
+  int prc = parse_args(argc, argv, 2, &a, usage_plan);
+  if (prc) return prc == 1 ? 0 : 2;
+  if (a.npositional != 1) {
+    fprintf(stderr, "kingest: plan needs one job file\n%s", usage_plan);
+    return 2;
+  }
+  char err[KG_ERRLEN] = "";
+  kg_config_t *config = NULL;
+  if (load_config(a.positional[0], a.work_dir, &config, err)) return fail(1, err);
+  int rc = kg_job_plan(config, a.json, stdout, err);
+  kg_config_destroy(config);
+  return rc ? fail(1, err) : 0;
 }
 
 static void format_time(int64_t ms, char *out, size_t n) {
@@ -273,6 +308,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "help")) {
     const char *topic = argc > 2 ? argv[2] : "help";
     const char *usage = !strcmp(topic, "run")          ? usage_run
+                        : !strcmp(topic, "plan")       ? usage_plan
                         : !strcmp(topic, "state")      ? usage_state
                         : !strcmp(topic, "properties") ? usage_properties
                         : !strcmp(topic, "help") || !strcmp(topic, "version") ? usage_main
@@ -285,6 +321,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(cmd, "run")) return cmd_run(argc, argv);
+  if (!strcmp(cmd, "plan")) return cmd_plan(argc, argv);
   if (!strcmp(cmd, "state")) return cmd_state(argc, argv);
   if (!strcmp(cmd, "properties")) return cmd_properties(argc, argv);
   /* An option in the command's place (kingest --verbose) is named as such. */

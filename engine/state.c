@@ -77,6 +77,26 @@ int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **ou
   return KG_OK;
 }
 
+int kg_state_open_readonly(const char *dir, const char *job, kg_state_t **out, char *errbuf) {
+  *out = NULL;
+  char *path = kg_state_path(dir, job);
+  if (access(path, F_OK) != 0) {
+    int rc = kg_fail(errbuf, KG_ENOTFOUND, "no state for job %s: %s does not exist", job, path);
+    free(path);
+    return rc;
+  }
+  kg_state_t *s = kg_xcalloc(1, sizeof *s);
+  s->path = path;
+  if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
+    int rc = db_fail(s, errbuf, "cannot open");
+    kg_state_close(s);
+    return rc;
+  }
+  sqlite3_busy_timeout(s->db, 10000);
+  *out = s;
+  return KG_OK;
+}
+
 void kg_state_close(kg_state_t *s) {
   if (!s) return;
   sqlite3_close(s->db);

@@ -29,6 +29,8 @@ char *kg_state_path(const char *dir, const char *job);
 /* Opens (CREATE: creating DIR and the database) the state of JOB under DIR. KG_ENOTFOUND when it does not
  * exist and CREATE is false. */
 int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **out, char *errbuf);
+/* Opens the state of JOB for reading only: nothing in it or around it is written. */
+int kg_state_open_readonly(const char *dir, const char *job, kg_state_t **out, char *errbuf);
 void kg_state_close(kg_state_t *state);
 
 /* Every stored partition, sorted by topic and partition; free with kg_state_free_partitions. */
