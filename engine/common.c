@@ -27,6 +27,8 @@ const char *kg_err2str(int err) {
 static pthread_mutex_t log_mutex = PTHREAD_MUTEX_INITIALIZER;
 static kg_log_level_t log_level = KG_LOG_INFO;
 static FILE *log_file;
+static char *status_text;   /* the live status block at the bottom of a terminal, or NULL */
+static int status_lines;
 
 void kg_log_set_level(kg_log_level_t level) { log_level = level; }
 
@@ -59,12 +61,29 @@ void kg_log(kg_log_level_t level, const char *fmt, ...) {
   line[n++] = '\n';
   line[n] = '\0';
   pthread_mutex_lock(&log_mutex);
+  if (status_lines) fprintf(stderr, "\033[%dF\033[J", status_lines); /* lift the status block off */
   fwrite(line, 1, (size_t)n, stderr);
+  if (status_lines) fputs(status_text, stderr); /* and put it back below the new line */
   fflush(stderr);
   if (log_file) {
     fwrite(line, 1, (size_t)n, log_file);
     fflush(log_file);
   }
+  pthread_mutex_unlock(&log_mutex);
+}
+
+void kg_log_set_status(const char *text) {
+  pthread_mutex_lock(&log_mutex);
+  if (status_lines) fprintf(stderr, "\033[%dF\033[J", status_lines);
+  free(status_text);
+  status_text = NULL;
+  status_lines = 0;
+  if (text && *text) {
+    status_text = kg_xstrdup(text);
+    for (const char *p = text; *p; p++) status_lines += *p == '\n';
+    fputs(status_text, stderr);
+  }
+  fflush(stderr);
   pthread_mutex_unlock(&log_mutex);
 }
 

@@ -69,6 +69,7 @@ static const kg_property_doc_t property_docs[] = {
   {"kafka.consumer.*", NULL, "Passed to librdkafka as the property after the prefix (e.g. kafka.consumer.security.protocol).", 0},
   {"decode.error.policy", "skip", "A record whose decodeRecord or a converter fails: skip (counted), fail, or quarantine (written with its error to <FP>/_errors).", 0},
   {"task.skip.error.records", "-1", "How many records that failed in the script a task may skip; -1 unlimited.", 0},
+  {"progress.interval.ms", "5000", "Milliseconds between progress lines in a log (not a terminal); 0 for none.", 0},
   {"script.batch.timeout.ms", "60000", "Longest time one batch may spend in the script; a script past it is stopped and the run fails.", 0},
   {"task.maxretries", "0", "Retries of a failed task (accepted; not used).", 0},
   {"mr.job.root.dir", NULL, "Working folder of MapReduce runs.", 1},
@@ -472,6 +473,7 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   c->decode_errors = (kg_error_policy_t)e;
   if ((rc = int_prop(props, "task.skip.error.records", -1, -1, INT64_MAX, &c->skip_error_limit, errbuf))) goto done;
   if ((rc = int_prop(props, "script.batch.timeout.ms", 60000, 10, INT64_MAX, &c->batch_timeout_ms, errbuf))) goto done;
+  if ((rc = int_prop(props, "progress.interval.ms", 5000, 0, INT64_MAX, &c->progress_interval_ms, errbuf))) goto done;
 
   static const char *const estimators[] = {"AVG_RECORD_TIME", "AVG_RECORD_SIZE", "CUSTOM", NULL};
   if ((rc = enum_prop(props, "kafka.workunit.size.estimator.type", 0, estimators, &e, errbuf))) goto done;

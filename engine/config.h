@@ -59,6 +59,7 @@ typedef struct {
   char *source;                /* "kafka_simple" or "lua" (decodeRecord from the job file) */
   kg_error_policy_t decode_errors; /* decode.error.policy */
   int64_t skip_error_limit;        /* task.skip.error.records, -1 unlimited */
+  int64_t progress_interval_ms;    /* progress.interval.ms: progress log lines when stderr is not a terminal */
   int64_t batch_timeout_ms;        /* script.batch.timeout.ms: longest one call into the script may run */
 } kg_config_t;
 

@@ -203,6 +203,7 @@ typedef struct {
   kg_job_t *job;
   kg_state_t *state;
   atomic_bool done;
+  bool terminal;          /* stderr is a terminal: live progress lines instead of log lines */
 } kg_watchdog_t;
 
 static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
@@ -221,9 +222,40 @@ static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
   _exit(1);
 }
 
+/* One progress line of task T: its partition, records pulled of the range, rate and time left. */
+static bool progress_line(kg_task_t *t, int64_t now, kg_buf_t *out) {
+  int64_t started = atomic_load(&t->unit_started_ms);
+  if (!started) return false;
+  kg_workunit_t *wu = t->units[atomic_load(&t->current_unit)];
+  int64_t done = atomic_load(&t->unit_records), range = wu->high - wu->low;
+  double secs = (double)(now - started) / 1000.0;
+  double rate = secs > 0 ? (double)done / secs : 0;
+  kg_buf_appendf(out, "%s %s:%d %lld/%lld records (%.0f%%), %.0f records/s", t->task_id, wu->topic, wu->partition,
+                 (long long)done, (long long)range, range > 0 ? 100.0 * (double)done / (double)range : 100.0, rate);
+  if (rate > 0 && done < range) kg_buf_appendf(out, ", about %.0fs left", (double)(range - done) / rate);
+  return true;
+}
+
+static void report_progress(kg_watchdog_t *w, int64_t now) {
+  kg_buf_t text = {0};
+  if (w->terminal) {
+    for (size_t i = 0; i < w->job->ntasks; i++)
+      if (progress_line(&w->job->tasks[i], now, &text)) kg_buf_append(&text, "\n", 1);
+    kg_log_set_status(text.data);
+  } else {
+    for (size_t i = 0; i < w->job->ntasks; i++) {
+      text.len = 0;
+      if (progress_line(&w->job->tasks[i], now, &text)) KG_INFO("Progress: %s", text.data);
+    }
+  }
+  kg_buf_free(&text);
+}
+
 static void *watchdog(void *arg) {
   kg_watchdog_t *w = arg;
   const int64_t limit = w->job->config->batch_timeout_ms;
+  const int64_t every = w->terminal ? 500 : w->job->config->progress_interval_ms;
+  int64_t last_progress = kg_mono_ms();
   while (!atomic_load(&w->done)) {
     struct timespec pause = {0, 50 * 1000 * 1000};
     nanosleep(&pause, NULL);
@@ -241,6 +273,10 @@ static void *watchdog(void *arg) {
       } else if (now - since > limit + KG_WATCHDOG_GRACE_MS) {
         stop_run(w, t, now - since);
       }
+    }
+    if (every > 0 && now - last_progress >= every) {
+      report_progress(w, now);
+      last_progress = now;
     }
   }
   return NULL;
@@ -277,7 +313,9 @@ static void run_tasks(kg_job_t *job, kg_state_t *state) {
   pthread_mutex_init(&pool.mutex, NULL);
   size_t nthreads = (size_t)c->threadpool_size < job->ntasks ? (size_t)c->threadpool_size : job->ntasks;
   pthread_t *threads = kg_xcalloc(nthreads ? nthreads : 1, sizeof(pthread_t));
-  kg_watchdog_t dog = {.job = job, .state = state};
+  const char *term = getenv("TERM");
+  kg_watchdog_t dog = {.job = job, .state = state,
+                       .terminal = isatty(STDERR_FILENO) && term && strcmp(term, "dumb") != 0};
   pthread_t dog_thread;
   bool dog_started = pthread_create(&dog_thread, NULL, watchdog, &dog) == 0;
   if (!dog_started) KG_WARN("cannot start the watchdog thread: script.batch.timeout.ms is not enforced");
@@ -288,6 +326,7 @@ static void run_tasks(kg_job_t *job, kg_state_t *state) {
   for (size_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
   atomic_store(&dog.done, true);
   if (dog_started) pthread_join(dog_thread, NULL);
+  if (dog.terminal) kg_log_set_status(NULL);
   free(threads);
   pthread_mutex_destroy(&pool.mutex);
 }

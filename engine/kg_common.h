@@ -34,6 +34,10 @@ void kg_log_set_level(kg_log_level_t level);
 /* Also append every line to PATH (NULL stops). Returns KG_OK or KG_EIO. */
 int kg_log_set_file(const char *path);
 
+/* Shows TEXT (lines, each ending in '\n') as a live block under the log on a terminal: log lines appear above
+ * it, and the next call replaces it. NULL or "" removes it. Only for a terminal: it moves the cursor. */
+void kg_log_set_status(const char *text);
+
 #define KG_DEBUG(...) kg_log(KG_LOG_DEBUG, __VA_ARGS__)
 #define KG_INFO(...) kg_log(KG_LOG_INFO, __VA_ARGS__)
 #define KG_WARN(...) kg_log(KG_LOG_WARN, __VA_ARGS__)

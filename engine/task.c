@@ -224,6 +224,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
       last_progress = kg_mono_ms();
       for (int i = 0; i < keep; i++) res->bytes += (int64_t)records[i].value_len;
       res->records += keep;
+      atomic_store(&t->unit_records, res->records);
       kg_metrics_add(&t->metrics, KG_M_RECORDS_READ, keep);
       kg_batch_t batch = {.records = records, .count = keep, .next = 0, .sink = &sink};
       while (batch.next < batch.count) {
@@ -337,10 +338,13 @@ void kg_task_run(kg_task_t *t) {
       KG_INFO("Pulling topic %s", topic);
     }
     atomic_store(&t->current_unit, (int)i);
+    atomic_store(&t->unit_records, 0);
+    atomic_store(&t->unit_started_ms, kg_mono_ms());
     rc = pull_unit(&run, kafka, lua, records, wu, allow, &t->results[i], err);
     extracted += t->results[i].records;
     if (records_left >= 0) records_left -= t->results[i].records;
   }
+  atomic_store(&t->unit_started_ms, 0);
   if (!rc && topic) KG_INFO("Finished pulling topic %s", topic);
   kg_metrics_add(&t->metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
   /* Counted per batch, so a task that read nothing would lack the counter: report it as 0 like the others. */

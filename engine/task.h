@@ -47,6 +47,8 @@ typedef struct {
   _Atomic(void *) lua;           /* the task's kg_lua_t while it exists, for kg_lua_interrupt */
   atomic_bool interrupted;       /* the watchdog stopped a batch that ran too long */
   atomic_int current_unit;       /* index in units of the partition being pulled */
+  _Atomic int64_t unit_records;  /* progress: records of the current unit pulled so far */
+  _Atomic int64_t unit_started_ms; /* progress: monotonic start of the current unit; 0 when not pulling */
   bool succeeded;
   char error[KG_ERRLEN];
   int64_t elapsed_ms;
