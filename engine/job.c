@@ -111,58 +111,83 @@ static int plan(kg_job_t *job, kg_state_t *state, char *errbuf) {
   if (state) rc = kg_state_partitions(state, &stored, &nstored, errbuf);
   if (!rc) rc = kg_kafka_new(c, &kafka, errbuf);
   if (!rc) rc = kg_kafka_list_topics(kafka, &topics, &ntopics, errbuf);
-  size_t cap = 0;
+  /* The selected partitions, then their offsets in one bulk query. */
+  size_t nsel = 0;
+  for (size_t i = 0; !rc && i < ntopics; i++)
+    if (kg_topic_filter_match(filter, topics[i].name)) nsel += (size_t)topics[i].partition_count;
+  const char **sel_topic = kg_xcalloc(nsel ? nsel : 1, sizeof(char *));
+  int32_t *sel_part = kg_xcalloc(nsel ? nsel : 1, sizeof(int32_t));
+  bool *sel_move = kg_xcalloc(nsel ? nsel : 1, sizeof(bool));
+  int64_t *sel_earliest = kg_xcalloc(nsel ? nsel : 1, sizeof(int64_t));
+  int64_t *sel_latest = kg_xcalloc(nsel ? nsel : 1, sizeof(int64_t));
+  const char **sel_error = kg_xcalloc(nsel ? nsel : 1, sizeof(char *));
+  size_t k = 0;
   for (size_t i = 0; !rc && i < ntopics; i++) {
     kg_topic_meta_t *t = &topics[i];
     if (!kg_topic_filter_match(filter, t->name)) continue;
     KG_INFO("Discovered topic %s with %d partitions", t->name, t->partition_count);
     bool move = kg_topic_in_list(c->move_to_latest, t->name);
-    for (int32_t p = 0; p < t->partition_count; p++) {
-      int32_t part = t->partitions[p];
-      int64_t earliest, latest;
-      char oerr[KG_ERRLEN];
-      const kg_partition_state_t *prev = kg_state_find(stored, nstored, t->name, part);
-      if (kg_kafka_offsets(kafka, t->name, part, &earliest, &latest, oerr)) {
-        KG_WARN("%s; skipping the partition this run%s", oerr, prev ? ", its stored offset is kept" : "");
-        continue;
-      }
-      kg_offset_decision_t d = kg_offset_decide(c->bootstrap, c->reset, move, prev != NULL,
-                                                prev ? prev->next_offset : 0, earliest, latest);
-      if (d.reason == KG_START_RESET) {
-        kg_metrics_add(&job->metrics, KG_M_OFFSET_RESETS, 1);
-        if (d.pull)
-          KG_WARN("Offset %lld of partition %s:%d is out of range [%lld, %lld]; reset.on.offset.out.of.range moves it to %lld",
-                  (long long)prev->next_offset, t->name, part, (long long)earliest, (long long)latest, (long long)d.low);
-        else
-          KG_WARN("Offset %lld of partition %s:%d is out of range [%lld, %lld]; reset.on.offset.out.of.range=skip: not pulled, the stored offset is kept",
-                  (long long)prev->next_offset, t->name, part, (long long)earliest, (long long)latest);
-      }
-      if (!d.pull) {
-        if (d.reason == KG_START_BOOTSTRAP)
-          KG_INFO("Partition %s:%d is new and bootstrap.with.offset=skip: not pulled", t->name, part);
-        continue;
-      }
-      if (job->nunits == cap) {
-        cap = cap ? cap * 2 : 64;
-        job->units = kg_xrealloc(job->units, cap * sizeof(kg_workunit_t));
-      }
-      kg_workunit_t *wu = &job->units[job->nunits++];
-      memset(wu, 0, sizeof *wu);
-      wu->topic = kg_xstrdup(t->name);
-      wu->partition = part;
-      wu->low = d.low;
-      wu->high = latest;
-      wu->earliest = earliest;
-      wu->latest = latest;
-      wu->has_stored = prev != NULL;
-      wu->stored = prev ? prev->next_offset : -1;
-      wu->reason = d.reason;
-      KG_INFO("Created workunit for partition %s:%d: lowWatermark=%lld, highWatermark=%lld, range=%lld", t->name, part,
-              (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low));
-      if (d.reason != KG_START_PREVIOUS)
-        KG_DEBUG("Partition %s:%d starts at %lld (%s)", t->name, part, (long long)wu->low, reason_name(d.reason));
+    for (int32_t p = 0; p < t->partition_count; p++, k++) {
+      sel_topic[k] = t->name;
+      sel_part[k] = t->partitions[p];
+      sel_move[k] = move;
     }
   }
+  if (!rc) rc = kg_kafka_offsets_bulk(kafka, sel_topic, sel_part, nsel, sel_earliest, sel_latest, sel_error, errbuf);
+  size_t cap = 0;
+  for (size_t s = 0; !rc && s < nsel; s++) {
+    const char *topic = sel_topic[s];
+    int32_t part = sel_part[s];
+    bool move = sel_move[s];
+    int64_t earliest = sel_earliest[s], latest = sel_latest[s];
+    const kg_partition_state_t *prev = kg_state_find(stored, nstored, topic, part);
+    if (sel_error[s]) {
+      KG_WARN("cannot fetch the offsets of partition %s:%d: %s; skipping the partition this run%s", topic, part,
+              sel_error[s], prev ? ", its stored offset is kept" : "");
+      continue;
+    }
+    kg_offset_decision_t d = kg_offset_decide(c->bootstrap, c->reset, move, prev != NULL,
+                                              prev ? prev->next_offset : 0, earliest, latest);
+    if (d.reason == KG_START_RESET) {
+      kg_metrics_add(&job->metrics, KG_M_OFFSET_RESETS, 1);
+      if (d.pull)
+        KG_WARN("Offset %lld of partition %s:%d is out of range [%lld, %lld]; reset.on.offset.out.of.range moves it to %lld",
+                (long long)prev->next_offset, topic, part, (long long)earliest, (long long)latest, (long long)d.low);
+      else
+        KG_WARN("Offset %lld of partition %s:%d is out of range [%lld, %lld]; reset.on.offset.out.of.range=skip: not pulled, the stored offset is kept",
+                (long long)prev->next_offset, topic, part, (long long)earliest, (long long)latest);
+    }
+    if (!d.pull) {
+      if (d.reason == KG_START_BOOTSTRAP)
+        KG_INFO("Partition %s:%d is new and bootstrap.with.offset=skip: not pulled", topic, part);
+      continue;
+    }
+    if (job->nunits == cap) {
+      cap = cap ? cap * 2 : 64;
+      job->units = kg_xrealloc(job->units, cap * sizeof(kg_workunit_t));
+    }
+    kg_workunit_t *wu = &job->units[job->nunits++];
+    memset(wu, 0, sizeof *wu);
+    wu->topic = kg_xstrdup(topic);
+    wu->partition = part;
+    wu->low = d.low;
+    wu->high = latest;
+    wu->earliest = earliest;
+    wu->latest = latest;
+    wu->has_stored = prev != NULL;
+    wu->stored = prev ? prev->next_offset : -1;
+    wu->reason = d.reason;
+    KG_INFO("Created workunit for partition %s:%d: lowWatermark=%lld, highWatermark=%lld, range=%lld", topic, part,
+            (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low));
+    if (d.reason != KG_START_PREVIOUS)
+      KG_DEBUG("Partition %s:%d starts at %lld (%s)", topic, part, (long long)wu->low, reason_name(d.reason));
+  }
+  free(sel_topic);
+  free(sel_part);
+  free(sel_move);
+  free(sel_earliest);
+  free(sel_latest);
+  free(sel_error);
   if (!rc) rc = kg_estimate_sizes(c, job->units, job->nunits, stored, nstored, errbuf);
   kg_kafka_free_topics(topics, ntopics);
   kg_kafka_destroy(kafka);

@@ -151,6 +151,38 @@ int kg_kafka_offsets(kg_kafka_t *k, const char *topic, int32_t partition, int64_
   return KG_OK;
 }
 
+/* One ListOffsets query for every partition: WHICH is RD_KAFKA_OFFSET_BEGINNING or RD_KAFKA_OFFSET_END,
+ * which offsets_for_times sends as the special timestamps -2 and -1. */
+static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, size_t n, int64_t which,
+                        int64_t *out, const char **errors, char *errbuf) {
+  rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)n);
+  for (size_t i = 0; i < n; i++) rd_kafka_topic_partition_list_add(list, topics[i], partitions[i])->offset = which;
+  rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(k->rk, list, (int)k->metadata_timeout_ms);
+  if (err && err != RD_KAFKA_RESP_ERR__PARTIAL) {
+    rd_kafka_topic_partition_list_destroy(list);
+    return kg_fail(errbuf, KG_EKAFKA, "cannot fetch partition offsets from kafka.brokers=%s within %lld ms: %s",
+                   k->brokers, (long long)k->metadata_timeout_ms, rd_kafka_err2str(err));
+  }
+  /* The list keeps the order it was built in. */
+  for (size_t i = 0; i < n; i++) {
+    rd_kafka_topic_partition_t *tp = &list->elems[i];
+    out[i] = tp->offset;
+    if (tp->err && !errors[i]) errors[i] = rd_kafka_err2str(tp->err);
+    else if (tp->offset < 0 && !errors[i]) errors[i] = "no offset returned";
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  return KG_OK;
+}
+
+int kg_kafka_offsets_bulk(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, size_t n,
+                          int64_t *earliest, int64_t *latest, const char **errors, char *errbuf) {
+  for (size_t i = 0; i < n; i++) errors[i] = NULL;
+  if (n == 0) return KG_OK;
+  int rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_BEGINNING, earliest, errors, errbuf);
+  if (!rc) rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_END, latest, errors, errbuf);
+  return rc;
+}
+
 int kg_kafka_fetch_start(kg_kafka_t *k, const char *topic, int32_t partition, int64_t offset, char *errbuf) {
   kg_kafka_fetch_stop(k);
   k->rkt = rd_kafka_topic_new(k->rk, topic, NULL);

@@ -26,6 +26,13 @@ void kg_kafka_free_topics(kg_topic_meta_t *topics, size_t count);
 int kg_kafka_offsets(kg_kafka_t *kafka, const char *topic, int32_t partition, int64_t *earliest, int64_t *latest,
                      char *errbuf);
 
+/* The earliest and latest offsets of N partitions at once (two ListOffsets round trips per broker, not two
+ * per partition). TOPICS[i]/PARTITIONS[i] in; EARLIEST[i]/LATEST[i] out, or ERRORS[i] (a static string,
+ * NULL on success) for a partition the broker could not answer for. Fails as a whole only when no broker
+ * answers. */
+int kg_kafka_offsets_bulk(kg_kafka_t *kafka, const char *const *topics, const int32_t *partitions, size_t n,
+                          int64_t *earliest, int64_t *latest, const char **errors, char *errbuf);
+
 /* Fetching one partition at a time: start at OFFSET, then take batches of record views until the range
  * is done. Views stay valid until the next kg_kafka_fetch or kg_kafka_fetch_stop. */
 int kg_kafka_fetch_start(kg_kafka_t *kafka, const char *topic, int32_t partition, int64_t offset, char *errbuf);

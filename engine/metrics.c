@@ -26,7 +26,63 @@ double kg_metrics_get(const kg_metrics_t *m, const char *name) {
   return 0;
 }
 
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* A histogram's percentile (name.p50, .p75, .p95, .p99): cannot be combined from per-task values. */
+static bool is_percentile(const char *name) {
+  const char *dot = strrchr(name, '.');
+  return dot && dot[1] == 'p' && dot[2] >= '0' && dot[2] <= '9';
+}
+
+static bool find_value(const kg_metrics_t *m, const char *name, double *out) {
+  for (size_t i = 0; i < m->count; i++)
+    if (!strcmp(m->names[i], name)) {
+      *out = m->values[i];
+      return true;
+    }
+  return false;
+}
+
+static void set_value(kg_metrics_t *m, const char *name, double v) {
+  double old;
+  if (find_value(m, name, &old))
+    kg_metrics_add(m, name, v - old);
+  else
+    kg_metrics_add(m, name, v);
+}
+
 void kg_metrics_merge(kg_metrics_t *into, const kg_metrics_t *from) {
+  /* Counts and rates add up; a histogram's min and max combine as such, its mean is weighted by the
+   * counts, and its percentiles are left to the per-task lines. Means use the counts from before this merge. */
+  kg_metrics_t before = {0};
+  kg_metrics_merge_sum(&before, into);
+  for (size_t i = 0; i < from->count; i++) {
+    const char *name = from->names[i];
+    double v = from->values[i], old;
+    bool had = find_value(&before, name, &old);
+    if (is_percentile(name)) continue;
+    if (ends_with(name, ".min") && had) {
+      set_value(into, name, v < old ? v : old);
+    } else if (ends_with(name, ".max") && had) {
+      set_value(into, name, v > old ? v : old);
+    } else if (ends_with(name, ".mean") && had) {
+      char *count = kg_xasprintf("%.*s.count", (int)(strlen(name) - 5), name);
+      double c_old = 0, c_new = 0;
+      find_value(&before, count, &c_old);
+      find_value(from, count, &c_new);
+      set_value(into, name, c_old + c_new > 0 ? (old * c_old + v * c_new) / (c_old + c_new) : v);
+      free(count);
+    } else {
+      kg_metrics_add(into, name, v);
+    }
+  }
+  kg_metrics_free(&before);
+}
+
+void kg_metrics_merge_sum(kg_metrics_t *into, const kg_metrics_t *from) {
   for (size_t i = 0; i < from->count; i++) kg_metrics_add(into, from->names[i], from->values[i]);
 }
 

@@ -26,7 +26,11 @@ typedef struct {
 
 void kg_metrics_add(kg_metrics_t *m, const char *name, double delta);
 double kg_metrics_get(const kg_metrics_t *m, const char *name);
+/* Adds FROM into INTO as a job sums its tasks: counts and rates add up, histogram .min/.max combine, .mean is
+ * weighted by .count, and percentiles (.p50 ...) stay out (they only exist per task). */
 void kg_metrics_merge(kg_metrics_t *into, const kg_metrics_t *from);
+/* Adds every value of FROM to INTO. */
+void kg_metrics_merge_sum(kg_metrics_t *into, const kg_metrics_t *from);
 void kg_metrics_free(kg_metrics_t *m);
 /* Appends the counters as a JSON object to OUT. */
 void kg_metrics_json(const kg_metrics_t *m, kg_buf_t *out);

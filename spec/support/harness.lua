@@ -31,7 +31,13 @@ local counter = 0
 -- A name nobody else uses in this broker: PREFIX_<pid-ish>_<n>.
 function H.unique(prefix)
   counter = counter + 1
-  H.run_id = H.run_id or (tostring(os.time()) .. tostring(math.random(1000, 9999)))
+  if not H.run_id then
+    -- Unique across processes: LuaJIT's math.random is not seeded, so read the kernel's.
+    local f = io.open("/proc/sys/kernel/random/uuid")
+    local uuid = f and f:read("*l") or tostring(os.time())
+    if f then f:close() end
+    H.run_id = uuid:gsub("-", ""):sub(1, 10)
+  end
   return string.format("%s_%s_%d", prefix, H.run_id, counter)
 end
 
@@ -356,6 +362,93 @@ function H.wait_exit(p, timeout)
     local s = H.slurp(p.status)
     return s and tonumber(s:match("%d+"))
   end, timeout)
+end
+
+-- Helpers of the scripting and examples specs.
+
+-- Produces to TOPIC with kcat itself: `kcat -P -b <broker> -t TOPIC -p PARTITION ARGS... FILES...`, with STDIN
+-- (optional) fed to it. OPTS: partition (default 0), args, files, stdin. Errors when kcat fails.
+function H.kcat_produce(topic, opts)
+  opts = opts or {}
+  local cmd = "kcat -P -b " .. H.q(H.bootstrap()) .. " -t " .. H.q(topic) .. " -p " .. tostring(opts.partition or 0)
+  for _, a in ipairs(opts.args or {}) do cmd = cmd .. " " .. H.q(a) end
+  for _, f in ipairs(opts.files or {}) do cmd = cmd .. " " .. H.q(f) end
+  local input
+  if opts.stdin then
+    input = os.tmpname()
+    spit(input, opts.stdin)
+    cmd = cmd .. " <" .. H.q(input)
+  end
+  local code, _, err = H.sh(cmd) -- the inner redirection wins over H.sh's </dev/null
+  if input then os.remove(input) end
+  assert(code == 0, "kcat -P " .. topic .. ": " .. err)
+end
+
+-- The records of TOPIC read by kcat (independent of kingest), formatted by kcat's -f FORMAT, one line each
+-- (FORMAT must not print newlines of its own).
+function H.kcat_lines(topic, format)
+  local code, out, err = H.sh("kcat -C -b " .. H.q(H.bootstrap()) .. " -t " .. H.q(topic) ..
+    " -X fetch.wait.max.ms=10 -e -q -f " .. H.q(format .. "\\n"))
+  assert(code == 0, "kcat: " .. err)
+  return H.lines(out)
+end
+
+-- The files directly in DIR (not in its subfolders, such as _errors), sorted.
+function H.top_files(dir)
+  local _, out = H.sh("cd " .. H.q(dir) .. " 2>/dev/null && find . -mindepth 1 -maxdepth 1 -type f | sort")
+  local files = {}
+  for line in out:gmatch("[^\n]+") do files[#files + 1] = line:gsub("^%./", "") end
+  return files
+end
+
+-- The lines of the files directly in DIR (not in its subfolders), in file-name order.
+function H.top_lines(dir)
+  local lines = {}
+  for _, f in ipairs(H.top_files(dir)) do
+    for line in (slurp(dir .. "/" .. f) or ""):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
+  end
+  return lines
+end
+
+-- Every line of the files directly in DIR decoded with cjson, in file-name then line order: the JSON
+-- records a job wrote to one output folder.
+function H.json_lines(dir)
+  local cjson = require("cjson")
+  local items = {}
+  for i, line in ipairs(H.top_lines(dir)) do items[i] = cjson.decode(line) end
+  return items
+end
+
+-- Decodes standard base64 (with = padding).
+function H.base64_decode(s)
+  local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+  local value = {}
+  for i = 1, 64 do value[alphabet:byte(i)] = i - 1 end
+  local out, bits, nbits = {}, 0, 0
+  for i = 1, #s do
+    local v = value[s:byte(i)]
+    if v then
+      bits, nbits = bits * 64 + v, nbits + 6
+      if nbits >= 8 then
+        nbits = nbits - 8
+        local byte = math.floor(bits / 2 ^ nbits)
+        out[#out + 1] = string.char(byte)
+        bits = bits - byte * 2 ^ nbits
+      end
+    else
+      assert(s:sub(i, i) == "=", "not base64: " .. s)
+    end
+  end
+  return table.concat(out)
+end
+
+-- The lines of TEXT that contain NEEDLE (plain text).
+function H.grep(text, needle)
+  local found = {}
+  for _, line in ipairs(H.lines(text)) do
+    if line:find(needle, 1, true) then found[#found + 1] = line end
+  end
+  return found
 end
 
 return H
