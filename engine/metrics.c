@@ -61,7 +61,7 @@ void kg_metrics_merge(kg_metrics_t *into, const kg_metrics_t *from) {
   kg_metrics_merge_sum(&before, into);
   for (size_t i = 0; i < from->count; i++) {
     const char *name = from->names[i];
-    double v = from->values[i], old;
+    double v = from->values[i], old = 0;
     bool had = find_value(&before, name, &old);
     if (is_percentile(name)) continue;
     if (ends_with(name, ".min") && had) {
