@@ -26,41 +26,63 @@ double kg_geometric_mean(const double *millis, size_t n) {
 
 static double range_of(const kg_workunit_t *wu) { return (double)(wu->high - wu->low); }
 
-/* Geometric mean of the stored ms/record of TOPIC's partitions; 0 when it has no history. */
-static double topic_millis(const char *topic, const kg_partition_state_t *stored, size_t nstored) {
+/* Per topic with history, the geometric mean of its partitions' stored ms per record. STORED is sorted by
+ * topic, so each topic is one run of entries. */
+typedef struct {
+  const char *topic;
+  double millis;
+} kg_topic_estimate_t;
+
+static kg_topic_estimate_t *topic_estimates(const kg_partition_state_t *stored, size_t nstored, size_t *count) {
+  kg_topic_estimate_t *out = kg_xmalloc((nstored ? nstored : 1) * sizeof *out);
   double *v = kg_xmalloc((nstored ? nstored : 1) * sizeof(double));
   size_t n = 0;
-  for (size_t i = 0; i < nstored; i++)
-    if (stored[i].has_stats && stored[i].records_pulled > 0 && !strcmp(stored[i].topic, topic))
-      v[n++] = stored[i].avg_record_millis;
-  double g = kg_geometric_mean(v, n);
+  for (size_t i = 0; i < nstored;) {
+    size_t j = i, k = 0;
+    for (; j < nstored && !strcmp(stored[j].topic, stored[i].topic); j++)
+      if (stored[j].has_stats && stored[j].records_pulled > 0) v[k++] = stored[j].avg_record_millis;
+    if (k) {
+      out[n].topic = stored[i].topic;
+      out[n++].millis = kg_geometric_mean(v, k);
+    }
+    i = j;
+  }
   free(v);
-  return g;
+  *count = n;
+  return out;
+}
+
+static double topic_millis(const kg_topic_estimate_t *est, size_t n, const char *topic, double fallback) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(est[mid].topic, topic);
+    if (c == 0) return est[mid].millis;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return fallback;
 }
 
 static void estimate_by_time(kg_workunit_t *units, size_t n, const kg_partition_state_t *stored, size_t nstored) {
-  /* Every topic with history, once, for the fallback. */
-  double *means = kg_xmalloc((nstored ? nstored : 1) * sizeof(double));
-  size_t nmeans = 0;
-  for (size_t i = 0; i < nstored; i++) {
-    bool seen = false;
-    for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(stored[j].topic, stored[i].topic);
-    if (seen) continue;
-    double g = topic_millis(stored[i].topic, stored, nstored);
-    if (g > 0) means[nmeans++] = g;
-  }
-  double fallback = nmeans ? kg_geometric_mean(means, nmeans) : 1.0;
+  size_t nest = 0;
+  kg_topic_estimate_t *est = topic_estimates(stored, nstored, &nest);
+  double *means = kg_xmalloc((nest ? nest : 1) * sizeof(double));
+  for (size_t i = 0; i < nest; i++) means[i] = est[i].millis;
+  double fallback = nest ? kg_geometric_mean(means, nest) : 1.0;
   free(means);
   const char *topic = NULL;
   double millis = fallback;
   for (size_t i = 0; i < n; i++) {
     if (!topic || strcmp(topic, units[i].topic)) {
       topic = units[i].topic;
-      double g = topic_millis(topic, stored, nstored);
-      millis = g > 0 ? g : fallback;
+      millis = topic_millis(est, nest, topic, fallback);
     }
     units[i].est_size = range_of(&units[i]) * millis;
   }
+  free(est);
 }
 
 static void estimate_by_size(kg_workunit_t *units, size_t n, const kg_partition_state_t *stored, size_t nstored) {

@@ -36,9 +36,14 @@ static int cmp_item_load_desc(const void *a, const void *b) {
 }
 
 static void group_add(kg_group_t *g, kg_workunit_t *wu) {
-  g->units = kg_xrealloc(g->units, (g->count + 1) * sizeof(kg_workunit_t *));
+  if ((g->count & (g->count - 1)) == 0) /* grow at powers of two: 0, 1, 2, 4, ... */
+    g->units = kg_xrealloc(g->units, (g->count ? g->count * 2 : 1) * sizeof(kg_workunit_t *));
   g->units[g->count++] = wu;
   g->size += wu->est_size;
+}
+
+static bool lighter(const kg_group_t *groups, size_t a, size_t b) {
+  return groups[a].load < groups[b].load || (groups[a].load == groups[b].load && a < b);
 }
 
 kg_group_t *kg_pack_worst_fit(kg_group_t *items, size_t nitems, int n, size_t *ngroups) {
@@ -47,16 +52,30 @@ kg_group_t *kg_pack_worst_fit(kg_group_t *items, size_t nitems, int n, size_t *n
   qsort(items, nitems, sizeof *items, cmp_item_load_desc);
   size_t ng = (size_t)n < nitems ? (size_t)n : nitems;
   kg_group_t *groups = kg_xcalloc(ng, sizeof *groups);
+  /* A min-heap of group indexes by load (ties: lower index first), so each item finds the lightest group in
+   * O(log N): planning 100,000 work units into 1,000 tasks stays well under a second. */
+  size_t *heap = kg_xmalloc(ng * sizeof *heap);
+  for (size_t g = 0; g < ng; g++) heap[g] = g;
   for (size_t i = 0; i < nitems; i++) {
-    size_t lightest = 0;
-    for (size_t g = 1; g < ng; g++)
-      if (groups[g].load < groups[lightest].load) lightest = g;
-    kg_group_t *grp = &groups[lightest];
+    kg_group_t *grp = &groups[heap[0]];
     for (size_t u = 0; u < items[i].count; u++) group_add(grp, items[i].units[u]);
     grp->load += items[i].load;
     free(items[i].units);
     items[i].units = NULL;
+    /* Sift the root down. */
+    size_t pos = 0;
+    for (;;) {
+      size_t l = 2 * pos + 1, r = l + 1, m = pos;
+      if (l < ng && lighter(groups, heap[l], heap[m])) m = l;
+      if (r < ng && lighter(groups, heap[r], heap[m])) m = r;
+      if (m == pos) break;
+      size_t tmp = heap[pos];
+      heap[pos] = heap[m];
+      heap[m] = tmp;
+      pos = m;
+    }
   }
+  free(heap);
   size_t kept = 0;
   for (size_t g = 0; g < ng; g++) {
     if (groups[g].count == 0) continue;

@@ -149,8 +149,17 @@ void kg_state_free_partitions(kg_partition_state_t *parts, size_t count) {
 
 const kg_partition_state_t *kg_state_find(const kg_partition_state_t *parts, size_t count, const char *topic,
                                           int32_t partition) {
-  for (size_t i = 0; i < count; i++)
-    if (parts[i].partition == partition && !strcmp(parts[i].topic, topic)) return &parts[i];
+  size_t lo = 0, hi = count;
+  while (lo < hi) { /* binary search: PARTS is sorted by topic, then partition */
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(parts[mid].topic, topic);
+    if (c == 0) c = (parts[mid].partition > partition) - (parts[mid].partition < partition);
+    if (c == 0) return &parts[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
   return NULL;
 }
 

@@ -36,7 +36,8 @@ void kg_state_close(kg_state_t *state);
 /* Every stored partition, sorted by topic and partition; free with kg_state_free_partitions. */
 int kg_state_partitions(kg_state_t *state, kg_partition_state_t **out, size_t *count, char *errbuf);
 void kg_state_free_partitions(kg_partition_state_t *parts, size_t count);
-/* The entry of TOPIC:PARTITION in PARTS, or NULL. */
+/* The entry of TOPIC:PARTITION in PARTS (sorted by topic, then partition, as kg_state_partitions returns
+ * them), or NULL. */
 const kg_partition_state_t *kg_state_find(const kg_partition_state_t *parts, size_t count, const char *topic,
                                           int32_t partition);
 
