@@ -48,7 +48,8 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   /* Bounded prefetch: at most 16 MB and 100k records queued per partition being read. */
   if (!rc) rc = set(conf, "queued.max.messages.kbytes", "16384", errbuf);
   if (!rc) rc = set(conf, "queued.min.messages", "100000", errbuf);
-  if (!rc) rc = set(conf, "fetch.wait.max.ms", "100", errbuf);
+  /* Short: a partition's consume_stop waits for its in-flight fetch, and a task stops once per partition. */
+  if (!rc) rc = set(conf, "fetch.wait.max.ms", "10", errbuf);
   snprintf(num, sizeof num, "%lld", (long long)config->metadata_timeout_ms);
   if (!rc) rc = set(conf, "socket.timeout.ms", num, errbuf);
   if (!rc) rc = set(conf, "enable.auto.commit", "false", errbuf);
