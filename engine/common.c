@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *kg_err2str(int err) {
   switch (err) {
@@ -208,4 +211,33 @@ bool kg_parse_bool(const char *s, bool *out) {
     return true;
   }
   return false;
+}
+
+/* Fault injection: KINGEST_CRASH_AT=<point>[:<n>] kills the process with SIGKILL at the n-th time (default
+ * the first) it passes the named point. Read once; off when unset. */
+static const char *crash_point;
+static long crash_hit = 1;
+static atomic_long crash_count;
+static pthread_once_t crash_once = PTHREAD_ONCE_INIT;
+
+static void crash_init(void) {
+  const char *spec = getenv("KINGEST_CRASH_AT");
+  if (!spec || !*spec) return;
+  char *copy = kg_xstrdup(spec);
+  char *colon = strchr(copy, ':');
+  if (colon) {
+    *colon = '\0';
+    crash_hit = strtol(colon + 1, NULL, 10);
+    if (crash_hit < 1) crash_hit = 1;
+  }
+  crash_point = copy;
+}
+
+void kg_crash_point(const char *name) {
+  pthread_once(&crash_once, crash_init);
+  if (!crash_point || strcmp(crash_point, name)) return;
+  if (atomic_fetch_add(&crash_count, 1) + 1 == crash_hit) {
+    fprintf(stderr, "kingest: KINGEST_CRASH_AT=%s:%ld: killing the process\n", name, crash_hit);
+    kill(getpid(), SIGKILL);
+  }
 }

@@ -51,6 +51,7 @@ int kg_job_recover(kg_state_t *state, char *errbuf) {
   for (size_t i = 0; i < nmoves && !rc; i++) {
     if (kg_fs_exists(moves[i].src)) {
       rc = kg_fs_move(moves[i].src, moves[i].dst, errbuf);
+      kg_crash_point("recover");
     } else if (!kg_fs_exists(moves[i].dst)) {
       rc = kg_fail(errbuf, KG_EIO, "cannot finish the commit of %s: neither %s nor %s exists", job_id, moves[i].src,
                    moves[i].dst);
@@ -389,10 +390,14 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
   }
   int rc = kg_state_commit_begin(state, job->job_id, moves, nmoves, parts, nparts, errbuf);
   bool journaled = rc == KG_OK;
+  if (journaled) kg_crash_point("journaled");
   size_t moved = 0;
   while (!rc && moved < nmoves) {
     rc = kg_fs_move(moves[moved].src, moves[moved].dst, errbuf);
-    if (!rc) moved++;
+    if (!rc) {
+      moved++;
+      kg_crash_point("publish");
+    }
   }
   if (rc && journaled) {
     /* A move failed: put back the ones made, then drop the journal, so that the run leaves no trace. If a
@@ -408,6 +413,7 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
     }
     if (undone && kg_state_commit_abort(state, job->job_id, undo_err)) KG_ERROR("%s", undo_err);
   }
+  if (!rc) kg_crash_point("finish");
   if (!rc) rc = kg_state_commit_finish(state, job->job_id, errbuf);
   if (!rc) {
     KG_INFO("Published %zu files to %s and committed the offsets of %zu partitions", nmoves, job->config->final_dir,

@@ -46,6 +46,10 @@ void kg_log_set_status(const char *text);
 /* Formats into an error buffer of KG_ERRLEN bytes; returns ERR so callers can `return kg_fail(...)`. */
 int kg_fail(char *errbuf, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* A named point where the crash tests may kill the process (KINGEST_CRASH_AT=<point>[:<n>]); a no-op
+ * otherwise. Points: fetch, write, task-output, journaled, publish, finish, recover. */
+void kg_crash_point(const char *name);
+
 /* Milliseconds since the epoch, and a monotonic clock in milliseconds. */
 int64_t kg_now_ms(void);
 int64_t kg_mono_ms(void);

@@ -134,6 +134,7 @@ static int emit(void *ctx, const kg_record_t *record, const char *data, size_t l
   kg_task_run_t *run = ctx;
   if (run->write_rc) return run->write_rc;
   run->write_rc = output_write(run, run->current, data, len);
+  kg_crash_point("write");
   if (run->write_rc == KG_OK) {
     const kg_config_t *c = run->task->config;
     run->records_written++;
@@ -219,6 +220,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
       if (off < next || off >= wu->high) continue;
       records[keep++] = records[i];
     }
+    if (n > 0) kg_crash_point("fetch");
     if (allow.records >= 0 && keep > allow.records - res->records) keep = (int)(allow.records - res->records);
     if (keep > 0) {
       last_progress = kg_mono_ms();
@@ -376,6 +378,7 @@ void kg_task_run(kg_task_t *t) {
     if (rc) continue;
     char *output = kg_xasprintf("%s/task-output/%s/part.%s.%s", t->job_dir, o->file_path, t->task_id, o->ext);
     rc = kg_fs_move(o->staging, output, err);
+    kg_crash_point("task-output");
     t->files = kg_xrealloc(t->files, (t->nfiles + 1) * sizeof(kg_task_file_t));
     kg_task_file_t *f = &t->files[t->nfiles++];
     f->file_path = kg_xstrdup(o->file_path);
