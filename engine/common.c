@@ -23,6 +23,7 @@ const char *kg_err2str(int err) {
   case KG_ELOCKED: return "job is locked";
   case KG_ENOMEM: return "out of memory";
   case KG_ENOTFOUND: return "not found";
+  case KG_ERANGE: return "offset out of range";
   default: return "unknown error";
   }
 }

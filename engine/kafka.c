@@ -23,6 +23,7 @@ struct kg_kafka {
   int nmsgs;
   int msgs_cap;
   char *pending_error; /* an error that followed records already handed over; reported by the next fetch */
+  int pending_rc;
 };
 
 /* librdkafka's own log lines go to the engine's log at DEBUG: connection errors are reported once, as a
@@ -206,7 +207,7 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
   release_batch(k);
   *eof_offset = -1;
   if (k->pending_error) {
-    int rc = kg_fail(errbuf, KG_EKAFKA, "%s", k->pending_error);
+    int rc = kg_fail(errbuf, k->pending_rc, "%s", k->pending_error);
     free(k->pending_error);
     k->pending_error = NULL;
     return rc;
@@ -228,10 +229,12 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
       continue;
     }
     if (m->err) {
-      int rc = kg_fail(errbuf, KG_EKAFKA, "fetch from %s:%d at offset %lld failed: %s", k->topic, k->partition,
-                       (long long)m->offset, rd_kafka_message_errstr(m));
+      bool range = m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE || m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET;
+      int rc = kg_fail(errbuf, range ? KG_ERANGE : KG_EKAFKA, "fetch from %s:%d at offset %lld failed: %s", k->topic,
+                       k->partition, (long long)m->offset, rd_kafka_message_errstr(m));
       if (n == 0) return rc;
       k->pending_error = kg_xstrdup(errbuf); /* hand over the records before the error first */
+      k->pending_rc = rc;
       return n;
     }
     kg_record_t *r = &records[n++];

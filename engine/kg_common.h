@@ -18,6 +18,7 @@ enum {
   KG_ELOCKED = -6,  /* another instance of the job holds the lock */
   KG_ENOMEM = -7,
   KG_ENOTFOUND = -8,
+  KG_ERANGE = -9,   /* a Kafka offset outside the partition's range (records deleted under the reader) */
 };
 
 const char *kg_err2str(int err);

@@ -206,6 +206,44 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
     int64_t want = wu->high - next;
     if (allow.records >= 0 && allow.records - res->records < want) want = allow.records - res->records;
     int n = kg_kafka_fetch(kafka, records, want < c->batch_size ? (int)want : c->batch_size, 500, &eof_offset, ferr);
+    if (n == KG_ERANGE) {
+      /* Records were deleted under the reader (retention, delete-records): the reset policy decides where
+       * to go on, and the range that can no longer be read is logged and counted. */
+      int64_t earliest, latest;
+      char oerr[KG_ERRLEN];
+      if (kg_kafka_offsets(kafka, wu->topic, wu->partition, &earliest, &latest, oerr)) {
+        KG_WARN("%s; %s; partition %s:%d stops at offset %lld", ferr, oerr, wu->topic, wu->partition, (long long)next);
+        res->fetch_failed = true;
+        break;
+      }
+      kg_offset_decision_t d = kg_offset_decide(c->bootstrap, c->reset, false, true, next, earliest, latest);
+      static const char *policies[] = {"earliest", "latest", "nearest", "skip"};
+      kg_metrics_add(&t->metrics, KG_M_OFFSET_RESETS, 1);
+      if (d.reason != KG_START_RESET || !d.pull) {
+        KG_WARN("Offset %lld of partition %s:%d went out of range [%lld, %lld] while it was read; %s: the partition "
+                "stops here and keeps this offset",
+                (long long)next, wu->topic, wu->partition, (long long)earliest, (long long)latest,
+                d.reason == KG_START_RESET ? "reset.on.offset.out.of.range=skip" : "the broker answered oddly");
+        res->fetch_failed = d.reason != KG_START_RESET;
+        break;
+      }
+      int64_t to = d.low < wu->high ? d.low : wu->high;
+      int64_t skipped = to > next ? to - next : 0;
+      KG_WARN("Records %lld to %lld of partition %s:%d were deleted before they were read (the range is now [%lld, "
+              "%lld]); reset.on.offset.out.of.range=%s goes on at %lld: %lld records skipped",
+              (long long)next, (long long)(to - 1), wu->topic, wu->partition, (long long)earliest, (long long)latest,
+              policies[c->reset], (long long)to, (long long)skipped);
+      kg_metrics_add(&t->metrics, KG_M_RECORDS_SKIPPED, (double)skipped);
+      res->skipped += skipped;
+      next = to;
+      if (next >= wu->high) break;
+      if (kg_kafka_fetch_start(kafka, wu->topic, wu->partition, next, ferr)) {
+        KG_WARN("%s; moving on to the next partition", ferr);
+        res->fetch_failed = true;
+        break;
+      }
+      continue;
+    }
     if (n < 0) {
       KG_WARN("%s; partition %s:%d stops at offset %lld", ferr, wu->topic, wu->partition, (long long)next);
       res->fetch_failed = true;

@@ -16,6 +16,7 @@ typedef struct {
   int64_t bytes;         /* payload bytes pulled */
   int64_t elapsed_ms;    /* from the start of the partition to its end */
   int64_t decode_errors;
+  int64_t skipped;       /* records deleted under the reader and skipped by the reset policy */
   bool fetch_failed;     /* the fetch stopped with an error before the high watermark */
   bool premature_stop;   /* an extract limit ended the unit before its high watermark */
   char stop_reason[160];
