@@ -1,5 +1,6 @@
 /* main.c: the kingest command line: run, state, properties, help, version. */
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,8 @@
 
 #include "config.h"
 #include "job.h"
+#include "kafka.h"
+#include "lock.h"
 #include "state.h"
 
 static const char *usage_main =
@@ -46,17 +49,32 @@ static const char *usage_run =
     "3 when another run of the same job holds the lock.\n";
 
 static const char *usage_state =
-    "Usage: kingest state show JOB [options]\n"
+    "Usage: kingest state COMMAND JOB [arguments] [options]\n"
     "\n"
-    "Prints every partition the job has stored: its next offset (where the next run starts), the records\n"
-    "of the last run that pulled any, and the average record time and size.\n"
-    "JOB is the job file (its properties locate the state store) or the job's name.\n"
+    "Reads and repairs a job's stored state. JOB is the job file (its properties locate the state store and\n"
+    "the brokers) or the job's name (then the state is under --state-store-dir or <work dir>/state-store).\n"
+    "\n"
+    "Commands:\n"
+    "  show JOB                       Every stored partition: next offset (where the next run starts), the\n"
+    "                                 broker's earliest and latest offsets and the lag (when JOB is a job\n"
+    "                                 file and the brokers answer), and the statistics of the last run\n"
+    "  history JOB [--limit N]        Past runs (time, records, bytes, result) and state changes, newest first\n"
+    "  set-offset JOB TOPIC:PARTITION OFFSET\n"
+    "                                 Make the next run start TOPIC:PARTITION at OFFSET\n"
+    "  reset JOB [TOPIC[:PARTITION]]  Forget stored partitions (all, a topic's, or one): the next run treats\n"
+    "                                 them as new (bootstrap.with.offset)\n"
+    "\n"
+    "set-offset and reset take the job lock, so they refuse to run while the job runs, refuse while an\n"
+    "interrupted commit waits to be finished, and log every change (also kept in the history).\n"
     "\n"
     "Options:\n"
     "  -w, --work-dir DIR          Work dir (default: $GOBBLIN_WORK_DIR)\n"
     "  -s, --state-store-dir DIR   State store folder (default: the job's state.store.dir,\n"
     "                              or <work dir>/state-store)\n"
-    "  -h, --help                  Show this help\n";
+    "  -n, --limit N               history: at most N rows (default 50; 0 for all)\n"
+    "  -h, --help                  Show this help\n"
+    "\n"
+    "Exit status: 0 done; 1 failure; 2 bad usage; 3 the job is running.\n";
 
 static const char *usage_plan =
     "Usage: kingest plan JOB [options]\n"
@@ -95,6 +113,7 @@ typedef struct {
   const char *state_dir;
   const char *log_level;
   const char *log_file;
+  const char *limit;
   bool json;
   const char *positional[4];
   int npositional;
@@ -115,6 +134,8 @@ static int parse_args(int argc, char **argv, int first, kg_args_t *a, const char
       target = &a->state_dir;
     } else if (!strcmp(arg, "-l") || !strcmp(arg, "--log-level")) {
       target = &a->log_level;
+    } else if (!strcmp(arg, "-n") || !strcmp(arg, "--limit")) {
+      target = &a->limit;
     } else if (!strcmp(arg, "--log-file")) {
       target = &a->log_file;
     } else if (!strcmp(arg, "-j") || !strcmp(arg, "--json")) {
@@ -212,66 +233,229 @@ static void format_time(int64_t ms, char *out, size_t n) {
   strftime(out, n, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
+/* Where a job's state lives, from a job file or a job name. */
+typedef struct {
+  char *job_name;
+  char *state_dir;
+  char *lock_dir;
+  kg_config_t *config; /* when JOB is a job file */
+} kg_job_ref_t;
+
+static void job_ref_free(kg_job_ref_t *r) {
+  free(r->job_name);
+  free(r->state_dir);
+  free(r->lock_dir);
+  kg_config_destroy(r->config);
+}
+
+static int job_ref(const char *job, const kg_args_t *a, kg_job_ref_t *r, char *err) {
+  memset(r, 0, sizeof *r);
+  if (access(job, F_OK) == 0) {
+    int rc = load_config(job, a->work_dir, &r->config, err);
+    if (rc) return rc;
+    r->job_name = kg_xstrdup(r->config->job_name);
+    r->state_dir = kg_xstrdup(a->state_dir ? a->state_dir : r->config->state_store_dir);
+    r->lock_dir = kg_xstrdup(r->config->lock_dir);
+    return KG_OK;
+  }
+  const char *wd = a->work_dir ? a->work_dir : getenv("GOBBLIN_WORK_DIR");
+  if (!a->state_dir && !wd)
+    return kg_fail(err, KG_EINVAL, "%s is not a job file, and there is no state store for a job name: pass "
+                                   "--state-store-dir or --work-dir, or set GOBBLIN_WORK_DIR", job);
+  r->job_name = kg_xstrdup(job);
+  r->state_dir = a->state_dir ? kg_xstrdup(a->state_dir) : kg_xasprintf("%s/state-store", wd);
+  r->lock_dir = wd ? kg_xasprintf("%s/locks", wd) : NULL;
+  return KG_OK;
+}
+
+static void print_partitions(const kg_job_ref_t *r, kg_partition_state_t *parts, size_t n) {
+  /* The brokers' view, when the job file names them and they answer. */
+  int64_t *earliest = kg_xcalloc(n ? n : 1, sizeof(int64_t)), *latest = kg_xcalloc(n ? n : 1, sizeof(int64_t));
+  const char **errors = kg_xcalloc(n ? n : 1, sizeof(char *));
+  const char **topics = kg_xcalloc(n ? n : 1, sizeof(char *));
+  int32_t *ids = kg_xcalloc(n ? n : 1, sizeof(int32_t));
+  bool broker = false;
+  char err[KG_ERRLEN] = "";
+  if (r->config && n) {
+    for (size_t i = 0; i < n; i++) {
+      topics[i] = parts[i].topic;
+      ids[i] = parts[i].partition;
+    }
+    kg_kafka_t *kafka = NULL;
+    broker = kg_kafka_new(r->config, &kafka, err) == KG_OK &&
+             kg_kafka_offsets_bulk(kafka, topics, ids, n, earliest, latest, errors, err) == KG_OK;
+    kg_kafka_destroy(kafka);
+  }
+  char *path = kg_state_path(r->state_dir, r->job_name);
+  printf("Job %s, state %s: %zu partitions\n", r->job_name, path, n);
+  free(path);
+  if (r->config && n && !broker) printf("(the brokers' offsets are not shown: %s)\n", err);
+  printf("%-32s %9s %14s %14s %14s %12s %12s %12s %12s  %s\n", "TOPIC", "PARTITION", "NEXT_OFFSET", "EARLIEST",
+         "LATEST", "LAG", "RECORDS", "AVG_REC_MS", "AVG_REC_B", "UPDATED");
+  for (size_t i = 0; i < n; i++) {
+    char when[32], e[24] = "-", l[24] = "-", lag[32] = "-", rec[24] = "-", ms[24] = "-", b[24] = "-";
+    format_time(parts[i].updated_ms, when, sizeof when);
+    if (broker && !errors[i]) {
+      snprintf(e, sizeof e, "%lld", (long long)earliest[i]);
+      snprintf(l, sizeof l, "%lld", (long long)latest[i]);
+      if (parts[i].next_offset < earliest[i] || parts[i].next_offset > latest[i])
+        snprintf(lag, sizeof lag, "out-of-range");
+      else
+        snprintf(lag, sizeof lag, "%lld", (long long)(latest[i] - parts[i].next_offset));
+    } else if (broker) {
+      snprintf(e, sizeof e, "?");
+      snprintf(l, sizeof l, "?");
+    }
+    if (parts[i].has_stats) {
+      snprintf(rec, sizeof rec, "%lld", (long long)parts[i].records_pulled);
+      snprintf(ms, sizeof ms, "%.4f", parts[i].avg_record_millis);
+      snprintf(b, sizeof b, "%.1f", parts[i].avg_record_size);
+    }
+    printf("%-32s %9d %14lld %14s %14s %12s %12s %12s %12s  %s\n", parts[i].topic, parts[i].partition,
+           (long long)parts[i].next_offset, e, l, lag, rec, ms, b, when);
+  }
+  free(earliest);
+  free(latest);
+  free(errors);
+  free(topics);
+  free(ids);
+}
+
+/* Takes the job lock for an edit and checks there is no unfinished commit. */
+static int lock_for_edit(const kg_job_ref_t *r, kg_state_t *state, kg_lock_t **lock, char *err) {
+  *lock = NULL;
+  if (r->lock_dir) {
+    long holder = 0;
+    int rc = kg_lock_acquire(r->lock_dir, r->job_name, lock, &holder, err);
+    if (rc == KG_ELOCKED)
+      return kg_fail(err, KG_ELOCKED, "job %s is running (process %ld holds its lock): wait for it or stop it first",
+                     r->job_name, holder);
+    if (rc) return rc;
+  }
+  char *pending = NULL;
+  kg_move_t *moves = NULL;
+  size_t nmoves = 0;
+  int rc = kg_state_pending(state, &pending, &moves, &nmoves, err);
+  if (!rc && pending)
+    rc = kg_fail(err, KG_EINVAL,
+                 "job %s has an unfinished commit (%s): run the job once, it finishes the commit first, then edit "
+                 "its state",
+                 r->job_name, pending);
+  free(pending);
+  kg_state_free_moves(moves, nmoves);
+  if (rc) {
+    kg_lock_release(*lock);
+    *lock = NULL;
+  }
+  return rc;
+}
+
+static bool parse_partition(const char *s, char **topic, int32_t *partition) {
+  const char *colon = strrchr(s, ':');
+  int64_t p;
+  if (!colon || colon == s || !kg_parse_int64(colon + 1, &p) || p < 0 || p > INT32_MAX) return false;
+  *topic = kg_xstrndup(s, (size_t)(colon - s));
+  *partition = (int32_t)p;
+  return true;
+}
+
 static int cmd_state(int argc, char **argv) {
   if (argc < 3 || is_help(argv[2])) {
     fputs(usage_state, argc < 3 ? stderr : stdout);
     return argc < 3 ? 2 : 0;
   }
-  if (strcmp(argv[2], "show")) {
-    fprintf(stderr, "kingest: unknown state command %s\n%s", argv[2], usage_state);
+  const char *sub = argv[2];
+  int nargs;
+  if (!strcmp(sub, "show") || !strcmp(sub, "history")) nargs = 1;
+  else if (!strcmp(sub, "set-offset")) nargs = 3;
+  else if (!strcmp(sub, "reset")) nargs = -1; /* 1 or 2 */
+  else {
+    fprintf(stderr, "kingest: unknown state command %s\n%s", sub, usage_state);
     return 2;
   }
   kg_args_t a;
   int prc = parse_args(argc, argv, 3, &a, usage_state);
   if (prc) return prc == 1 ? 0 : 2;
-  if (a.npositional != 1) {
-    fprintf(stderr, "kingest: state show needs a job file or a job name\n%s", usage_state);
+  if ((nargs > 0 && a.npositional != nargs) || (nargs < 0 && (a.npositional < 1 || a.npositional > 2))) {
+    fprintf(stderr, "kingest: state %s: wrong number of arguments\n%s", sub, usage_state);
     return 2;
   }
   char err[KG_ERRLEN] = "";
-  char *job_name = NULL, *state_dir = NULL;
-  const char *job = a.positional[0];
-  if (access(job, F_OK) == 0) {
-    kg_config_t *config = NULL;
-    if (load_config(job, a.work_dir, &config, err)) return fail(1, err);
-    job_name = kg_xstrdup(config->job_name);
-    state_dir = kg_xstrdup(a.state_dir ? a.state_dir : config->state_store_dir);
-    kg_config_destroy(config);
-  } else {
-    const char *wd = a.work_dir ? a.work_dir : getenv("GOBBLIN_WORK_DIR");
-    if (!a.state_dir && !wd)
-      return fail(1, "no state store: pass --state-store-dir or --work-dir, or set GOBBLIN_WORK_DIR");
-    job_name = kg_xstrdup(job);
-    state_dir = a.state_dir ? kg_xstrdup(a.state_dir) : kg_xasprintf("%s/state-store", wd);
+  kg_job_ref_t r;
+  if (job_ref(a.positional[0], &a, &r, err)) {
+    job_ref_free(&r);
+    return fail(1, err);
   }
+  int status = 0;
   kg_state_t *state = NULL;
-  int rc = kg_state_open(state_dir, job_name, false, &state, err);
-  kg_partition_state_t *parts = NULL;
-  size_t n = 0;
-  if (!rc) rc = kg_state_partitions(state, &parts, &n, err);
-  if (!rc) {
-    char *path = kg_state_path(state_dir, job_name);
-    printf("Job %s, state %s: %zu partitions\n", job_name, path, n);
-    free(path);
-    printf("%-32s %9s %14s %12s %14s %14s  %s\n", "TOPIC", "PARTITION", "NEXT_OFFSET", "RECORDS", "AVG_RECORD_MS",
-           "AVG_RECORD_B", "UPDATED");
-    for (size_t i = 0; i < n; i++) {
-      char when[32];
-      format_time(parts[i].updated_ms, when, sizeof when);
-      if (parts[i].has_stats)
-        printf("%-32s %9d %14lld %12lld %14.4f %14.1f  %s\n", parts[i].topic, parts[i].partition,
-               (long long)parts[i].next_offset, (long long)parts[i].records_pulled, parts[i].avg_record_millis,
-               parts[i].avg_record_size, when);
-      else
-        printf("%-32s %9d %14lld %12s %14s %14s  %s\n", parts[i].topic, parts[i].partition,
-               (long long)parts[i].next_offset, "-", "-", "-", when);
+  kg_lock_t *lock = NULL;
+  if (!strcmp(sub, "show") || !strcmp(sub, "history")) {
+    int rc = kg_state_open_readonly(r.state_dir, r.job_name, &state, err);
+    if (!rc && !strcmp(sub, "show")) {
+      kg_partition_state_t *parts = NULL;
+      size_t n = 0;
+      rc = kg_state_partitions(state, &parts, &n, err);
+      if (!rc) print_partitions(&r, parts, n);
+      kg_state_free_partitions(parts, n);
+    } else if (!rc) {
+      int64_t limit = 50;
+      if (a.limit && (!kg_parse_int64(a.limit, &limit) || limit < 0)) {
+        fprintf(stderr, "kingest: invalid --limit %s: expected a whole number >= 0\n", a.limit);
+        status = 2;
+      } else {
+        rc = kg_state_history(state, stdout, (int)limit, err);
+      }
     }
+    if (rc) status = fail(1, err);
+  } else if (!strcmp(sub, "set-offset")) {
+    char *topic = NULL;
+    int32_t partition = 0;
+    int64_t offset;
+    if (!parse_partition(a.positional[1], &topic, &partition)) {
+      fprintf(stderr, "kingest: invalid partition '%s': expected TOPIC:PARTITION, e.g. events:3\n", a.positional[1]);
+      status = 2;
+    } else if (!kg_parse_int64(a.positional[2], &offset) || offset < 0) {
+      fprintf(stderr, "kingest: invalid offset '%s': expected a whole number >= 0\n", a.positional[2]);
+      status = 2;
+    } else {
+      int rc = kg_state_open(r.state_dir, r.job_name, true, &state, err);
+      if (!rc) rc = lock_for_edit(&r, state, &lock, err);
+      bool had = false;
+      int64_t old = 0;
+      if (!rc) rc = kg_state_set_offset(state, topic, partition, offset, &had, &old, err);
+      if (!rc && had)
+        KG_INFO("Set the offset of %s:%d in job %s from %lld to %lld", topic, partition, r.job_name, (long long)old,
+                (long long)offset);
+      else if (!rc)
+        KG_INFO("Set the offset of %s:%d in job %s to %lld (it had none)", topic, partition, r.job_name,
+                (long long)offset);
+      if (rc) status = fail(rc == KG_ELOCKED ? 3 : 1, err);
+    }
+    free(topic);
+  } else { /* reset */
+    char *topic = NULL;
+    int32_t partition = -1;
+    if (a.npositional == 2 && !parse_partition(a.positional[1], &topic, &partition)) {
+      topic = kg_xstrdup(a.positional[1]);
+      partition = -1;
+    }
+    int rc = kg_state_open(r.state_dir, r.job_name, false, &state, err);
+    if (!rc) rc = lock_for_edit(&r, state, &lock, err);
+    kg_partition_state_t *removed = NULL;
+    size_t n = 0;
+    if (!rc) rc = kg_state_reset(state, topic, partition, &removed, &n, err);
+    for (size_t i = 0; !rc && i < n; i++)
+      KG_INFO("Reset %s:%d in job %s: forgot offset %lld; the next run treats it as new", removed[i].topic,
+              removed[i].partition, r.job_name, (long long)removed[i].next_offset);
+    if (!rc && n == 0) KG_INFO("Nothing to reset in job %s", r.job_name);
+    kg_state_free_partitions(removed, n);
+    if (rc) status = fail(rc == KG_ELOCKED ? 3 : 1, err);
+    free(topic);
   }
-  kg_state_free_partitions(parts, n);
+  kg_lock_release(lock);
   kg_state_close(state);
-  free(job_name);
-  free(state_dir);
-  return rc ? fail(1, err) : 0;
+  job_ref_free(&r);
+  return status;
 }
 
 static int cmd_properties(int argc, char **argv) {

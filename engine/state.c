@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -30,6 +31,9 @@ static const char *schema =
     "CREATE TABLE IF NOT EXISTS pending_moves("
     "  job_id TEXT NOT NULL, seq INTEGER NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL,"
     "  PRIMARY KEY(job_id, seq));"
+    "CREATE TABLE IF NOT EXISTS state_changes("
+    "  time_ms INTEGER NOT NULL, command TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL,"
+    "  old_offset INTEGER, new_offset INTEGER);"
     "CREATE TABLE IF NOT EXISTS pending_partitions("
     "  job_id TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,"
     "  has_stats INTEGER NOT NULL, avg_record_millis REAL, avg_record_size REAL, records_pulled INTEGER,"
@@ -329,4 +333,143 @@ int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, int64_
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the run");
+}
+
+/* Records one operator change in state_changes (within the caller's transaction). */
+static int log_change(kg_state_t *s, const char *command, const char *topic, int32_t partition, bool had_old,
+                      int64_t old_offset, bool has_new, int64_t new_offset, char *errbuf) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "INSERT INTO state_changes VALUES(?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot record the change");
+  sqlite3_bind_int64(st, 1, kg_now_ms());
+  sqlite3_bind_text(st, 2, command, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, topic, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 4, partition);
+  if (had_old) sqlite3_bind_int64(st, 5, old_offset); else sqlite3_bind_null(st, 5);
+  if (has_new) sqlite3_bind_int64(st, 6, new_offset); else sqlite3_bind_null(st, 6);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the change");
+}
+
+int kg_state_set_offset(kg_state_t *s, const char *topic, int32_t partition, int64_t offset, bool *had_old,
+                        int64_t *old_offset, char *errbuf) {
+  *had_old = false;
+  int rc = exec(s, "BEGIN IMMEDIATE", errbuf);
+  if (rc) return rc;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "SELECT next_offset FROM partition_state WHERE topic = ? AND partition = ?", -1, &st,
+                         NULL) != SQLITE_OK) {
+    rc = db_fail(s, errbuf, "cannot read the partition");
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, topic, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 2, partition);
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    *had_old = true;
+    *old_offset = sqlite3_column_int64(st, 0);
+  }
+  sqlite3_finalize(st);
+  if (sqlite3_prepare_v2(s->db,
+                         "INSERT INTO partition_state(topic, partition, next_offset, job_id, updated_ms)"
+                         " VALUES(?1, ?2, ?3, 'set-offset', ?4) ON CONFLICT(topic, partition) DO UPDATE SET"
+                         " next_offset = excluded.next_offset, job_id = excluded.job_id, updated_ms = excluded.updated_ms",
+                         -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(s, errbuf, "cannot write the partition");
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, topic, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 2, partition);
+  sqlite3_bind_int64(st, 3, offset);
+  sqlite3_bind_int64(st, 4, kg_now_ms());
+  rc = sqlite3_step(st) == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot write the partition");
+  sqlite3_finalize(st);
+  if (!rc) rc = log_change(s, "set-offset", topic, partition, *had_old, *old_offset, true, offset, errbuf);
+out:
+  if (rc) {
+    exec(s, "ROLLBACK", NULL);
+    return rc;
+  }
+  return exec(s, "COMMIT", errbuf);
+}
+
+int kg_state_reset(kg_state_t *s, const char *topic, int32_t partition, kg_partition_state_t **removed, size_t *count,
+                   char *errbuf) {
+  *removed = NULL;
+  *count = 0;
+  int rc = exec(s, "BEGIN IMMEDIATE", errbuf);
+  if (rc) return rc;
+  kg_partition_state_t *all = NULL;
+  size_t n = 0;
+  rc = kg_state_partitions(s, &all, &n, errbuf);
+  kg_partition_state_t *out = kg_xcalloc(n ? n : 1, sizeof *out);
+  size_t m = 0;
+  sqlite3_stmt *st = NULL;
+  if (!rc && sqlite3_prepare_v2(s->db, "DELETE FROM partition_state WHERE topic = ? AND partition = ?", -1, &st, NULL) !=
+                 SQLITE_OK)
+    rc = db_fail(s, errbuf, "cannot reset");
+  for (size_t i = 0; !rc && i < n; i++) {
+    if (topic && strcmp(all[i].topic, topic)) continue;
+    if (partition >= 0 && all[i].partition != partition) continue;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, all[i].topic, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 2, all[i].partition);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+      rc = db_fail(s, errbuf, "cannot reset");
+      break;
+    }
+    rc = log_change(s, "reset", all[i].topic, all[i].partition, true, all[i].next_offset, false, 0, errbuf);
+    out[m] = all[i];
+    out[m++].topic = kg_xstrdup(all[i].topic);
+  }
+  sqlite3_finalize(st);
+  kg_state_free_partitions(all, n);
+  if (rc) {
+    exec(s, "ROLLBACK", NULL);
+    kg_state_free_partitions(out, m);
+    return rc;
+  }
+  rc = exec(s, "COMMIT", errbuf);
+  if (rc) {
+    kg_state_free_partitions(out, m);
+    return rc;
+  }
+  *removed = out;
+  *count = m;
+  return KG_OK;
+}
+
+int kg_state_history(kg_state_t *s, FILE *out, int limit, char *errbuf) {
+  sqlite3_stmt *st;
+  const char *sql =
+      "SELECT time_ms, kind, what, records, bytes, result, message FROM ("
+      " SELECT started_ms AS time_ms, 'run' AS kind, job_id AS what, records, bytes, result,"
+      "  CASE WHEN ended_ms IS NOT NULL THEN (ended_ms - started_ms) || ' ms' ELSE '' END"
+      "  || CASE WHEN message IS NOT NULL AND message <> '' THEN ': ' || message ELSE '' END AS message FROM runs"
+      " UNION ALL SELECT time_ms, command, topic || ':' || partition, NULL, NULL, 'CHANGED',"
+      "  'offset ' || coalesce(old_offset, 'none') || ' -> ' || coalesce(new_offset, 'none') FROM state_changes)"
+      " ORDER BY time_ms DESC LIMIT ?";
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(s, errbuf, "cannot read the history");
+  sqlite3_bind_int(st, 1, limit > 0 ? limit : -1);
+  fprintf(out, "%-19s  %-10s  %-44s %10s %12s  %-10s  %s\n", "TIME", "WHAT", "JOB ID / PARTITION", "RECORDS", "BYTES",
+          "RESULT", "DETAILS");
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    time_t secs = (time_t)(sqlite3_column_int64(st, 0) / 1000);
+    struct tm tm;
+    localtime_r(&secs, &tm);
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    const char *records = sqlite3_column_type(st, 3) == SQLITE_NULL ? "-" : (const char *)sqlite3_column_text(st, 3);
+    const char *bytes = sqlite3_column_type(st, 4) == SQLITE_NULL ? "-" : (const char *)sqlite3_column_text(st, 4);
+    const char *result = (const char *)sqlite3_column_text(st, 5);
+    const char *msg = (const char *)sqlite3_column_text(st, 6);
+    char first[256];
+    snprintf(first, sizeof first, "%s", msg ? msg : "");
+    char *nl = strchr(first, '\n');
+    if (nl) *nl = '\0';
+    fprintf(out, "%-19s  %-10s  %-44s %10s %12s  %-10s  %s\n", when, (const char *)sqlite3_column_text(st, 1),
+            (const char *)sqlite3_column_text(st, 2), records, bytes, result ? result : "", first);
+  }
+  sqlite3_finalize(st);
+  return KG_OK;
 }

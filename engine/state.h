@@ -3,6 +3,8 @@
 #ifndef KG_STATE_H
 #define KG_STATE_H
 
+#include <stdio.h>
+
 #include "kg_common.h"
 
 typedef struct kg_state kg_state_t;
@@ -52,6 +54,18 @@ int kg_state_commit_abort(kg_state_t *state, const char *job_id, char *errbuf);
 /* An unfinished commit: *JOB_ID is NULL when there is none. Caller frees the job id and the moves. */
 int kg_state_pending(kg_state_t *state, char **job_id, kg_move_t **moves, size_t *nmoves, char *errbuf);
 void kg_state_free_moves(kg_move_t *moves, size_t count);
+
+/* Operator edits (kingest state set-offset / reset), each recorded in state_changes. */
+/* Sets the next offset of TOPIC:PARTITION (adding the partition when it has none); *HAD_OLD and *OLD_OFFSET tell
+ * what it was. */
+int kg_state_set_offset(kg_state_t *state, const char *topic, int32_t partition, int64_t offset, bool *had_old,
+                        int64_t *old_offset, char *errbuf);
+/* Forgets the stored partitions of TOPIC (NULL: every topic) and PARTITION (-1: every partition), so that the
+ * next run treats them as new; *REMOVED lists them (free with kg_state_free_partitions). */
+int kg_state_reset(kg_state_t *state, const char *topic, int32_t partition, kg_partition_state_t **removed,
+                   size_t *count, char *errbuf);
+/* Writes the runs and the operator changes, newest first, as a table (at most LIMIT rows, 0 for all). */
+int kg_state_history(kg_state_t *state, FILE *out, int limit, char *errbuf);
 
 /* Run history. */
 int kg_state_run_begin(kg_state_t *state, const char *job_id, int64_t started_ms, char *errbuf);
