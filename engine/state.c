@@ -91,7 +91,10 @@ int kg_state_open_readonly(const char *dir, const char *job, kg_state_t **out, c
   }
   kg_state_t *s = kg_xcalloc(1, sizeof *s);
   s->path = path;
-  if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
+  /* Not SQLITE_OPEN_READONLY: reading a WAL database creates its -wal and -shm files, and only a connection that
+   * may write removes them when it is the last to close. query_only makes SQLite refuse any change. */
+  if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||
+      sqlite3_exec(s->db, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK) {
     int rc = db_fail(s, errbuf, "cannot open");
     kg_state_close(s);
     return rc;

@@ -205,6 +205,14 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
     /* Ask for no more than the range still needs, so the last batch returns as soon as it is complete. */
     int64_t want = wu->high - next;
     if (allow.records >= 0 && allow.records - res->records < want) want = allow.records - res->records;
+    /* The deadline is checked between batches, so a batch is no bigger than what the script can take before it
+     * at the pace it has kept on this partition (one record to begin with): a whole batch of a slow script
+     * would otherwise run far past the partition's share. */
+    if (allow.deadline_ms) {
+      int64_t now = kg_mono_ms();
+      double fit = res->records ? (double)(allow.deadline_ms - now) * (double)res->records / (double)(now - start + 1) + 1 : 1;
+      if (fit < (double)want) want = fit < 1 ? 1 : (int64_t)fit;
+    }
     int n = kg_kafka_fetch(kafka, records, want < c->batch_size ? (int)want : c->batch_size, 500, &eof_offset, ferr);
     if (n == KG_ERANGE) {
       /* Records were deleted under the reader (retention, delete-records): the reset policy decides where

@@ -56,8 +56,10 @@ static void test_bytes(const char *dir) {
 
   /* A folder that cannot be created: a file stands in the way. */
   path = kg_xasprintf("%s/plain-file/x.txt", dir);
-  FILE *f = fopen(kg_xasprintf("%s/plain-file", dir), "w");
+  char *blocker = kg_xasprintf("%s/plain-file", dir);
+  FILE *f = fopen(blocker, "w");
   fclose(f);
+  free(blocker);
   CHECK_INT(kg_writer_open(path, "\n", 1, false, &w, err), KG_EIO);
   CHECK_CONTAINS(err, "plain-file");
   free(path);

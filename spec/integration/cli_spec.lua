@@ -47,9 +47,13 @@ describe("the kingest command line", function()
       assert.are.equal(out, prints_usage("Usage: kingest run JOB [options]", "help", "run"))
     end)
 
-    it("for kingest state --help and kingest state show --help", function()
-      local out = prints_usage("Usage: kingest state show JOB [options]", "state", "--help")
-      assert.are.equal(out, prints_usage("Usage: kingest state show JOB [options]", "state", "show", "--help"))
+    it("for kingest state --help and the --help of every state command", function()
+      local header = "Usage: kingest state COMMAND JOB [arguments] [options]"
+      local out = prints_usage(header, "state", "--help")
+      for _, sub in ipairs({ "show", "history", "set-offset", "reset" }) do
+        assert.are.equal(out, prints_usage(header, "state", sub, "--help"))
+        assert.truthy(out:find("\n  " .. sub, 1, true), sub)
+      end
     end)
 
     it("for kingest properties --help", function()

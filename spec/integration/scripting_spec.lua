@@ -397,13 +397,18 @@ describe("script metrics", function()
     local want = {
       ["my.counter"] = 5, ["my.down"] = -10, ["my.meter.count"] = 10,
       ["my.hist.count"] = 5, ["my.hist.min"] = 1, ["my.hist.max"] = 5, ["my.hist.mean"] = 3,
-      ["my.hist.p50"] = 3, ["my.hist.p75"] = 4, ["my.hist.p95"] = 5, ["my.hist.p99"] = 5,
     }
+    local percentiles = { ["my.hist.p50"] = 3, ["my.hist.p75"] = 4, ["my.hist.p95"] = 5, ["my.hist.p99"] = 5 }
     for _, line in ipairs({ tasks[1], job }) do
       for name, value in pairs(want) do
         assert.are.equal(value, line.counters[name], name .. " in " .. cjson.encode(line.context))
       end
       assert.is_true(line.counters["my.meter.meanRate"] > 0)
+    end
+    -- Percentiles exist per task only: they cannot be combined across tasks.
+    for name, value in pairs(percentiles) do
+      assert.are.equal(value, tasks[1].counters[name], name)
+      assert.is_nil(job.counters[name], name)
     end
   end)
 

@@ -451,4 +451,47 @@ function H.grep(text, needle)
   return found
 end
 
+-- Helpers of the packing and plan specs.
+
+-- Runs `kingest plan JOB --json` with GOBBLIN_WORK_DIR=WORK (and ENV added); errors unless it succeeded and
+-- printed one JSON document. Returns the decoded plan, then stdout and stderr.
+function H.plan_json(job, work, env)
+  local e = { GOBBLIN_WORK_DIR = work }
+  for k, v in pairs(env or {}) do e[k] = v end
+  local code, out, err = H.kingest({ "plan", job, "--json" }, e)
+  assert(code == 0, "kingest plan --json " .. job .. " exited " .. tostring(code) .. ": " .. err)
+  local ok, plan = pcall(require("cjson").decode, out)
+  assert(ok and type(plan) == "table", "kingest plan --json printed no JSON object:\n" .. out)
+  return plan, out, err
+end
+
+-- The "Task <id>: N work units, estimated size S, load L: t:p, ..." lines of a run's LOG, in log order:
+-- { id =, index = n of the task id, units = N, size = S, load = L, partitions = { "t:p", ... }, more = how many
+-- the line left out ("... (k more)"), 0 when none }.
+function H.task_lines(log)
+  local tasks = {}
+  for _, line in ipairs(H.lines(log)) do
+    local id, index, units, size, load, parts =
+      line:match(" INFO Task (task_%S-_(%d+)): (%d+) work units, estimated size ([%d%.]+), load ([%d%.]+): (.*)$")
+    if id then
+      local t = { id = id, index = tonumber(index), units = tonumber(units), size = tonumber(size),
+                  load = tonumber(load), partitions = {}, more = 0 }
+      for part in (parts .. ", "):gmatch("(.-), ") do
+        local more = part:match("^%.%.%. %((%d+) more%)$")
+        if more then t.more = tonumber(more) else t.partitions[#t.partitions + 1] = part end
+      end
+      tasks[#tasks + 1] = t
+    end
+  end
+  return tasks
+end
+
+-- The "Min load of a task = A; max load of a task = B; spread = C%" line of a run's LOG: { min =, max =,
+-- spread = C as printed }, or nil.
+function H.load_line(log)
+  local min, max, spread = log:match("INFO Min load of a task = ([%d%.]+); max load of a task = ([%d%.]+); spread = ([%d%.]+)%%")
+  if not min then return nil end
+  return { min = tonumber(min), max = tonumber(max), spread = spread }
+end
+
 return H
