@@ -525,7 +525,10 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
     kg_lua_destroy(probe);
   }
   if ((rc = kg_job_recover(state, errbuf))) goto out;
-  if (lock) remove_dead_runs_task_data(c, job.job_id);
+  if (lock) {
+    remove_dead_runs_task_data(c, job.job_id);
+    if ((rc = kg_state_runs_died(state, job.job_id, errbuf))) goto out;
+  }
   if ((rc = kg_state_run_begin(state, job.job_id, job.start_ms, errbuf))) goto out;
   run_recorded = true;
 

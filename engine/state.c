@@ -320,6 +320,23 @@ int kg_state_run_begin(kg_state_t *s, const char *job_id, int64_t started_ms, ch
   return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the run");
 }
 
+int kg_state_runs_died(kg_state_t *s, const char *job_id, char *errbuf) {
+  /* A dead run whose commit was completed (by itself, or by the next run's recovery) is the one the stored
+   * partitions name. */
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db,
+                         "UPDATE runs SET result = 'DIED', message = 'the process ended before the run finished "
+                         "(killed or crashed); ' || CASE WHEN EXISTS(SELECT 1 FROM partition_state p WHERE p.job_id = "
+                         "runs.job_id) THEN 'its commit was completed' ELSE 'nothing of it was committed' END"
+                         " WHERE result = 'RUNNING' AND job_id <> ?",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot record the run");
+  sqlite3_bind_text(st, 1, job_id, -1, SQLITE_TRANSIENT);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the run");
+}
+
 int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, int64_t records, int64_t bytes,
                      const char *result, const char *message, char *errbuf) {
   sqlite3_stmt *st;
@@ -448,7 +465,8 @@ int kg_state_history(kg_state_t *s, FILE *out, int limit, char *errbuf) {
       "SELECT time_ms, kind, what, records, bytes, result, message FROM ("
       " SELECT started_ms AS time_ms, 'run' AS kind, job_id AS what, records, bytes, result,"
       "  CASE WHEN ended_ms IS NOT NULL THEN (ended_ms - started_ms) || ' ms' ELSE '' END"
-      "  || CASE WHEN message IS NOT NULL AND message <> '' THEN ': ' || message ELSE '' END AS message FROM runs"
+      "  || CASE WHEN message IS NOT NULL AND message <> '' THEN"
+      "   CASE WHEN ended_ms IS NOT NULL THEN ': ' ELSE '' END || message ELSE '' END AS message FROM runs"
       " UNION ALL SELECT time_ms, command, topic || ':' || partition, NULL, NULL, 'CHANGED',"
       "  'offset ' || coalesce(old_offset, 'none') || ' -> ' || coalesce(new_offset, 'none') FROM state_changes)"
       " ORDER BY time_ms DESC LIMIT ?";

@@ -71,5 +71,8 @@ int kg_state_history(kg_state_t *state, FILE *out, int limit, char *errbuf);
 int kg_state_run_begin(kg_state_t *state, const char *job_id, int64_t started_ms, char *errbuf);
 int kg_state_run_end(kg_state_t *state, const char *job_id, int64_t ended_ms, int64_t records, int64_t bytes,
                      const char *result, const char *message, char *errbuf);
+/* Records the runs other than JOB_ID still marked RUNNING as DIED (killed, or the machine stopped), saying
+ * whether their commit was completed. Only for a run that holds the job lock: no other run is alive then. */
+int kg_state_runs_died(kg_state_t *state, const char *job_id, char *errbuf);
 
 #endif

@@ -106,6 +106,25 @@ int main(void) {
 
   CHECK_INT(kg_state_run_begin(s, "job_5", 1000, err), KG_OK);
   CHECK_INT(kg_state_run_end(s, "job_5", 2000, 7, 70, "SUCCESSFUL", NULL, err), KG_OK);
+
+  /* Runs left RUNNING by a dead process are recorded as DIED by the next run, saying whether their commit was
+   * completed (job_2's was: the stored partition names it); finished runs and the current one keep theirs. */
+  CHECK_INT(kg_state_run_begin(s, "job_2", 3000, err), KG_OK);
+  CHECK_INT(kg_state_run_begin(s, "job_6", 4000, err), KG_OK);
+  CHECK_INT(kg_state_run_begin(s, "job_7", 5000, err), KG_OK);
+  CHECK_INT(kg_state_runs_died(s, "job_7", err), KG_OK);
+  char *history = NULL;
+  size_t history_len = 0;
+  FILE *h = open_memstream(&history, &history_len);
+  CHECK_INT(kg_state_history(s, h, 0, err), KG_OK);
+  fclose(h);
+  CHECK_CONTAINS(history, "job_6                                                 -            -  DIED        the process "
+                          "ended before the run finished (killed or crashed); nothing of it was committed\n");
+  CHECK_CONTAINS(history, "job_2                                                 -            -  DIED        the process "
+                          "ended before the run finished (killed or crashed); its commit was completed\n");
+  CHECK_CONTAINS(history, "job_7                                                 -            -  RUNNING");
+  CHECK_CONTAINS(history, "job_5                                                 7           70  SUCCESSFUL  1000 ms\n");
+  free(history);
   kg_state_close(s);
 
   free(src);

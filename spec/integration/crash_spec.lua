@@ -39,6 +39,8 @@ describe("kingest killed with SIGKILL at every crash point and at random times",
       assert.is_true((report.by_point[point] or 0) >= 3, point .. ": " .. Crash.summary(report))
     end
     assert.is_true((report.by_point.random or 0) >= 3, Crash.summary(report))
+    -- Kills at publish come between two moves of a commit of several files.
+    assert.is_true(report.between_moves >= 3, report.between_moves .. " of " .. report.by_point.publish)
   end)
 
   it("succeeds on the first rerun without a crash after every kill", function()

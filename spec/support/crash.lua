@@ -63,6 +63,7 @@ function Crash.new(opts)
   c.name = c.name or "crash"
   c.stats = {
     kills = 0, runs = 0, produced = 0, cycles = 0, misses = 0, late = 0, reruns = 0, failed_reruns = 0,
+    between_moves = 0, -- kills at publish that left some files of the commit published and some not
     by_point = {},
   }
   c.violations = {}   -- messages, the first max_violations
@@ -256,6 +257,7 @@ function Campaign:crash_at(point, hit)
   if killed then
     self.stats.kills = self.stats.kills + 1
     self.stats.by_point[point] = (self.stats.by_point[point] or 0) + 1
+    if point == "publish" then self:note_half_published() end
     self:after_kill("KINGEST_CRASH_AT=" .. spec)
   elseif code == 0 then
     self.stats.misses = self.stats.misses + 1
@@ -264,6 +266,17 @@ function Campaign:crash_at(point, hit)
     self:violation("run", "the run with KINGEST_CRASH_AT=%s exited %d:\n%s", spec, code, err)
   end
   return killed
+end
+
+-- After a kill at publish: counts it in stats.between_moves when the commit it left is half done (some of its
+-- files published, some not), as the publish point is meant to leave it.
+function Campaign:note_half_published()
+  local moved, total = 0, 0
+  for _, row in ipairs(H.sqlite(self.db, "SELECT dst FROM pending_moves")) do
+    total = total + 1
+    if H.slurp(row[1]) then moved = moved + 1 end
+  end
+  if moved > 0 and moved < total then self.stats.between_moves = self.stats.between_moves + 1 end
 end
 
 -- One run of the job, killed with SIGKILL DELAY_MS after it was started. Returns true when it was killed,
@@ -492,10 +505,9 @@ function Campaign:cycle(scenario)
   local producing = self:produce(self.per_round, false, math.random() < self.concurrent)
   local kills = self:kill(scenario)
   if kills > 0 and math.random() < self.chain then
-    local all = { "fetch", "write", "task-output", "journaled", "publish", "finish", "recover", "random" }
-    local second = all[math.random(1, #all)]
-    if second == "recover" then second = "recover-only" end
-    if second == "recover-only" then
+    -- The next run killed too, anywhere; "recover" hits only when the first kill left a commit unfinished.
+    local second = Crash.SCENARIOS[math.random(1, #Crash.SCENARIOS)]
+    if second == "recover" then
       kills = kills + (self:crash_at("recover", 1) and 1 or 0)
     else
       kills = kills + self:kill(second)
@@ -518,7 +530,7 @@ function Campaign:finish()
     seed = self.seed, work = self.work, topics = self.topic_names,
     kills = self.stats.kills, runs = self.stats.runs, produced = self.stats.produced, cycles = self.stats.cycles,
     misses = self.stats.misses, late = self.stats.late, reruns = self.stats.reruns,
-    failed_reruns = self.stats.failed_reruns, by_point = self.stats.by_point,
+    failed_reruns = self.stats.failed_reruns, by_point = self.stats.by_point, between_moves = self.stats.between_moves,
     lost = t.lost, doubled = t.doubled, files = 0, violations = self.violations, kinds = self.kinds,
   }
   for _ in pairs(self.files) do report.files = report.files + 1 end

@@ -1,0 +1,455 @@
+-- kingest state: show (every stored partition with the broker's earliest and latest offsets and the lag),
+-- history (past runs and operator changes), set-offset and reset. The edits take the job lock, so they refuse
+-- while the job runs (status 3), refuse while a commit is unfinished, log what they changed at INFO and keep it
+-- in the history; the next run starts where they said. Offsets are checked against kcat and sqlite3.
+local H = require("support.harness")
+
+-- "<topic>-<partition>-<offset>" for offsets FROM..TO: the records of the tests below.
+local function records(topic, partition, from, to)
+  local t = {}
+  for i = from, to do t[#t + 1] = string.format("%s-%d-%d", topic, partition, i) end
+  return t
+end
+
+local function concat(...)
+  local t = {}
+  for _, list in ipairs({ ... }) do
+    for _, v in ipairs(list) do t[#t + 1] = v end
+  end
+  return t
+end
+
+-- A topic of PARTITIONS partitions holding COUNTS[p + 1] records in partition p.
+local function topic_with(label, counts)
+  local topic = H.unique("state_" .. label)
+  H.create_topic(topic, #counts)
+  for p = 0, #counts - 1 do
+    if counts[p + 1] > 0 then H.produce(topic, records(topic, p, 0, counts[p + 1] - 1), p) end
+  end
+  return topic
+end
+
+-- A work dir and a job.lua named State_<label> pulling WHITELIST (earliest first) into job-output/<topic>;
+-- PROPS are added and EXTRA (Lua text) is appended to the table.
+local function job(label, whitelist, props, extra)
+  local c = { name = "State_" .. label, work = H.workdir("state_" .. label) }
+  local p = {
+    ["job.name"] = c.name,
+    ["kafka.brokers"] = H.bootstrap(),
+    ["topic.whitelist"] = whitelist,
+    ["bootstrap.with.offset"] = "earliest",
+    ["writer.file.path.type"] = "tablename",
+  }
+  for k, v in pairs(props or {}) do p[k] = v end
+  c.file = H.job_lua(c.work, p, extra)
+  c.db = c.work .. "/state-store/" .. c.name .. ".db"
+  return c
+end
+
+local function run_ok(c, env)
+  local code, _, err = H.run(c.file, c.work, env)
+  assert.are.equal(0, code, err)
+  return err
+end
+
+-- `kingest state ARGS...` with GOBBLIN_WORK_DIR set to C's work dir: status, stdout, stderr.
+local function state(c, ...)
+  return H.kingest({ "state", ... }, { GOBBLIN_WORK_DIR = c.work })
+end
+
+-- The partition rows of `state show` output: { ["topic:partition"] = { next, earliest, latest, lag, records,
+-- avg_ms, avg_bytes, updated } }, every value as printed.
+local function show_rows(out)
+  local rows = {}
+  for _, line in ipairs(H.lines(out)) do
+    local topic, p, next, e, l, lag, rec, ms, b, updated =
+      line:match("^(%S+)%s+(%d+)%s+(%d+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(.+)$")
+    if topic and topic ~= "TOPIC" then
+      rows[topic .. ":" .. p] = { next = next, earliest = e, latest = l, lag = lag, records = rec, avg_ms = ms,
+                                  avg_bytes = b, updated = updated }
+    end
+  end
+  return rows
+end
+
+-- The rows of `state history` output, newest first: { time, what, id, records, bytes, result, details }.
+local function history_rows(out)
+  local rows = {}
+  for _, line in ipairs(H.lines(out)) do
+    local time, what, id, rec, bytes, result, details =
+      line:match("^(%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d)  (%S+)%s+(%S+)%s+(%S+)%s+(%S+)  (%S+)%s*(.-)$")
+    if time then
+      rows[#rows + 1] = { time = time, what = what, id = id, records = rec, bytes = bytes, result = result,
+                          details = details }
+    end
+  end
+  return rows
+end
+
+-- The INFO lines of LOG that contain TEXT (plain), without their time stamps.
+local function info(log, text)
+  local found = {}
+  for _, line in ipairs(H.grep(log, text)) do
+    found[#found + 1] = line:match("^%d+%-%d+%-%d+ [%d:%.]+ INFO (.*)$") or ("not INFO: " .. line)
+  end
+  return found
+end
+
+describe("kingest state show", function()
+  local topic, c
+
+  setup(function()
+    -- Partition 0: 5 records pulled, then 4 more waiting. Partition 1: 3 records pulled, then the first 2
+    -- deleted, so that its earliest offset is 2.
+    topic = topic_with("show", { 5, 3 })
+    c = job("show", topic)
+    run_ok(c)
+    H.produce(topic, records(topic, 0, 5, 8), 0)
+    H.delete_records(topic, 1, 2)
+  end)
+
+  it("lists every stored partition: next offset, the broker's earliest and latest offsets, the lag and the last run's statistics", function()
+    local code, out, err = state(c, "show", c.file)
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("Job " .. c.name .. ", state " .. c.db .. ": 2 partitions\n", 1, true), out)
+    assert.truthy(out:find("TOPIC%s+PARTITION%s+NEXT_OFFSET%s+EARLIEST%s+LATEST%s+LAG%s+RECORDS%s+AVG_REC_MS%s+AVG_REC_B%s+UPDATED"), out)
+    local rows = show_rows(out)
+    local broker = H.offsets(topic)
+    local stored = H.stored_offsets(c.work, c.name)
+    assert.same({ [topic .. ":0"] = 5, [topic .. ":1"] = 3 }, stored)
+    assert.same({ earliest = 0, latest = 9 }, broker[topic .. ":0"])
+    assert.same({ earliest = 2, latest = 3 }, broker[topic .. ":1"])
+    for tp, row in pairs(rows) do
+      assert.are.equal(tostring(stored[tp]), row.next)
+      assert.are.equal(tostring(broker[tp].earliest), row.earliest)
+      assert.are.equal(tostring(broker[tp].latest), row.latest)
+      assert.are.equal(tostring(broker[tp].latest - stored[tp]), row.lag)
+      assert.matches("^%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d$", row.updated)
+    end
+    local n = 0
+    for _ in pairs(rows) do n = n + 1 end
+    assert.are.equal(2, n)
+    -- The statistics of the run: records pulled and their average size (the payloads' bytes).
+    local bytes = 0
+    for _, r in ipairs(records(topic, 0, 0, 4)) do bytes = bytes + #r end
+    assert.are.equal("5", rows[topic .. ":0"].records)
+    assert.are.equal(string.format("%.1f", bytes / 5), rows[topic .. ":0"].avg_bytes)
+    assert.are.equal("3", rows[topic .. ":1"].records)
+  end)
+
+  it("shows a stored offset outside the broker's range as out-of-range", function()
+    local other = topic_with("show_range", { 6 })
+    local d = job("show_range", other)
+    run_ok(d) -- offset 6 stored
+    H.produce(other, records(other, 0, 6, 9), 0)
+    H.delete_records(other, 0, 8) -- the broker's range is now [8, 10]
+    local code, out, err = state(d, "show", d.file)
+    assert.are.equal(0, code, err)
+    local row = show_rows(out)[other .. ":0"]
+    assert.same({ "6", "8", "10", "out-of-range" }, { row.next, row.earliest, row.latest, row.lag })
+  end)
+
+  it("shows '-' for the broker's columns when given the job's name instead of its file", function()
+    local code, out, err = H.kingest({ "state", "show", c.name, "--work-dir", c.work }, {})
+    assert.are.equal(0, code, err)
+    local rows = show_rows(out)
+    assert.same({ "5", "-", "-", "-", "5" }, { rows[topic .. ":0"].next, rows[topic .. ":0"].earliest,
+      rows[topic .. ":0"].latest, rows[topic .. ":0"].lag, rows[topic .. ":0"].records })
+    assert.same({ "3", "-", "-", "-" }, { rows[topic .. ":1"].next, rows[topic .. ":1"].earliest,
+      rows[topic .. ":1"].latest, rows[topic .. ":1"].lag })
+    assert.falsy(out:find("brokers' offsets are not shown", 1, true), out)
+  end)
+
+  it("still shows the stored state, with a note saying why the broker's columns are empty, when the brokers cannot be reached", function()
+    -- The same job (name and work dir), pointing at a port nobody listens on.
+    local dir = H.workdir("state_unreachable")
+    local file = H.job_lua(dir, {
+      ["job.name"] = c.name,
+      ["kafka.brokers"] = "127.0.0.1:1",
+      ["kafka.metadata.timeout.ms"] = 1000,
+      ["topic.whitelist"] = topic,
+    })
+    local t0 = H.now_ms()
+    local code, out, err = H.kingest({ "state", "show", file }, { GOBBLIN_WORK_DIR = c.work })
+    assert.are.equal(0, code, err)
+    assert.is_true(H.now_ms() - t0 < 10000)
+    assert.matches("\n%(the brokers' offsets are not shown: [^\n]*127%.0%.0%.1:1[^\n]*%)\n", out)
+    local rows = show_rows(out)
+    assert.same({ "5", "-", "-", "-" }, { rows[topic .. ":0"].next, rows[topic .. ":0"].earliest,
+      rows[topic .. ":0"].latest, rows[topic .. ":0"].lag })
+    assert.are.equal("3", rows[topic .. ":1"].next)
+  end)
+end)
+
+describe("kingest state set-offset", function()
+  it("makes the next run start the partition at the offset, logs the change and keeps it in the history", function()
+    local topic = topic_with("set", { 10, 4 })
+    local c = job("set", topic)
+    run_ok(c)
+    H.produce(topic, records(topic, 0, 10, 19), 0)
+    local code, out, err = state(c, "set-offset", c.file, topic .. ":0", "15")
+    assert.are.equal(0, code, err)
+    assert.are.equal("", out)
+    assert.same({ "Set the offset of " .. topic .. ":0 in job " .. c.name .. " from 10 to 15" }, info(err, "Set the offset"))
+    assert.same({ [topic .. ":0"] = 15, [topic .. ":1"] = 4 }, H.stored_offsets(c.work, c.name))
+    -- The next run starts there: records 15..19, and partition 1 where it was.
+    local log = run_ok(c)
+    assert.truthy(log:find("Created workunit for partition " .. topic .. ":0: lowWatermark=15, highWatermark=20, range=5",
+      1, true), log)
+    assert.truthy(log:find("Created workunit for partition " .. topic .. ":1: lowWatermark=4, highWatermark=4, range=0",
+      1, true), log)
+    assert.same(H.sorted(concat(records(topic, 0, 0, 9), records(topic, 0, 15, 19), records(topic, 1, 0, 3))),
+      H.sorted(H.output_lines(c.work .. "/job-output/" .. topic)))
+    assert.same({ [topic .. ":0"] = 20, [topic .. ":1"] = 4 }, H.stored_offsets(c.work, c.name))
+    code, out, err = state(c, "history", c.file)
+    assert.are.equal(0, code, err)
+    local change = history_rows(out)[2] -- the newest is the run after it
+    assert.same({ "set-offset", topic .. ":0", "-", "-", "CHANGED", "offset 10 -> 15" },
+      { change.what, change.id, change.records, change.bytes, change.result, change.details })
+  end)
+
+  it("sets a partition the job never pulled, and the next run starts it there instead of bootstrapping", function()
+    local topic = topic_with("set_new", { 6 })
+    local c = job("set_new", topic)
+    local code, _, err = state(c, "set-offset", c.file, topic .. ":0", "2")
+    assert.are.equal(0, code, err)
+    assert.same({ "Set the offset of " .. topic .. ":0 in job " .. c.name .. " to 2 (it had none)" },
+      info(err, "Set the offset"))
+    local log = run_ok(c)
+    assert.truthy(log:find("Created workunit for partition " .. topic .. ":0: lowWatermark=2, highWatermark=6, range=4",
+      1, true), log)
+    assert.same(records(topic, 0, 2, 5), H.output_lines(c.work .. "/job-output/" .. topic))
+    assert.same({ [topic .. ":0"] = 6 }, H.stored_offsets(c.work, c.name))
+  end)
+
+  it("refuses invalid arguments with status 2 and a clear message, changing nothing", function()
+    local topic = topic_with("set_bad", { 3 })
+    local c = job("set_bad", topic)
+    run_ok(c)
+    local cases = {
+      { { "nocolon", "5" }, "kingest: invalid partition 'nocolon': expected TOPIC:PARTITION, e.g. events:3" },
+      { { topic .. ":x", "5" }, "kingest: invalid partition '" .. topic .. ":x': expected TOPIC:PARTITION, e.g. events:3" },
+      { { ":0", "5" }, "kingest: invalid partition ':0': expected TOPIC:PARTITION, e.g. events:3" },
+      { { topic .. ":0", "abc" }, "kingest: invalid offset 'abc': expected a whole number >= 0" },
+      { { topic .. ":0", "1.5" }, "kingest: invalid offset '1.5': expected a whole number >= 0" },
+      { { topic .. ":0", "-3" }, "kingest: unknown option -3" },
+      { { topic .. ":0" }, "kingest: state set-offset: wrong number of arguments" },
+    }
+    for _, case in ipairs(cases) do
+      local code, _, err = state(c, "set-offset", c.file, unpack(case[1]))
+      assert.are.equal(2, code, table.concat(case[1], " ") .. ": " .. err)
+      assert.are.equal(case[2], H.lines(err)[1])
+    end
+    assert.same({ [topic .. ":0"] = 3 }, H.stored_offsets(c.work, c.name))
+    assert.same({ { "0" } }, H.sqlite(c.db, "SELECT count(*) FROM state_changes"))
+  end)
+end)
+
+describe("kingest state reset", function()
+  it("forgets one partition, then a topic, then everything; the next run bootstraps what was forgotten", function()
+    local a, b = topic_with("reset_a", { 3, 2 }), topic_with("reset_b", { 4 })
+    local c = job("reset", a .. "," .. b)
+    run_ok(c)
+    local all = { [a .. ":0"] = 3, [a .. ":1"] = 2, [b .. ":0"] = 4 }
+    assert.same(all, H.stored_offsets(c.work, c.name))
+
+    -- One partition.
+    local code, _, err = state(c, "reset", c.file, a .. ":1")
+    assert.are.equal(0, code, err)
+    assert.same({ "Reset " .. a .. ":1 in job " .. c.name .. ": forgot offset 2; the next run treats it as new" },
+      info(err, "Reset "))
+    assert.same({ [a .. ":0"] = 3, [b .. ":0"] = 4 }, H.stored_offsets(c.work, c.name))
+    local log = run_ok(c)
+    -- bootstrap.with.offset=earliest: a forgotten partition is pulled again from the start.
+    assert.truthy(log:find("Created workunit for partition " .. a .. ":1: lowWatermark=0, highWatermark=2, range=2", 1,
+      true), log)
+    assert.truthy(log:find("Created workunit for partition " .. a .. ":0: lowWatermark=3, highWatermark=3, range=0", 1,
+      true), log)
+    assert.same(all, H.stored_offsets(c.work, c.name))
+
+    -- A topic.
+    code, _, err = state(c, "reset", c.file, a)
+    assert.are.equal(0, code, err)
+    assert.same({
+      "Reset " .. a .. ":0 in job " .. c.name .. ": forgot offset 3; the next run treats it as new",
+      "Reset " .. a .. ":1 in job " .. c.name .. ": forgot offset 2; the next run treats it as new",
+    }, info(err, "Reset "))
+    assert.same({ [b .. ":0"] = 4 }, H.stored_offsets(c.work, c.name))
+    log = run_ok(c)
+    assert.truthy(log:find("Created workunit for partition " .. a .. ":0: lowWatermark=0, highWatermark=3", 1, true), log)
+    assert.truthy(log:find("Created workunit for partition " .. b .. ":0: lowWatermark=4, highWatermark=4", 1, true), log)
+
+    -- Everything.
+    code, _, err = state(c, "reset", c.file)
+    assert.are.equal(0, code, err)
+    assert.are.equal(3, #info(err, "Reset "))
+    assert.same({}, H.stored_offsets(c.work, c.name))
+    log = run_ok(c)
+    assert.truthy(log:find("Created workunit for partition " .. b .. ":0: lowWatermark=0, highWatermark=4", 1, true), log)
+    assert.same(all, H.stored_offsets(c.work, c.name))
+
+    -- A topic the job never pulled: nothing to do, and it says so.
+    code, _, err = state(c, "reset", c.file, "no_such_topic")
+    assert.are.equal(0, code, err)
+    assert.same({ "Nothing to reset in job " .. c.name }, info(err, "Nothing to reset"))
+    assert.same(all, H.stored_offsets(c.work, c.name))
+
+    -- Every reset is in the history: 1 + 2 + 3 partitions forgotten.
+    local out
+    code, out, err = state(c, "history", c.file, "--limit", "0")
+    assert.are.equal(0, code, err)
+    local resets = 0
+    for _, row in ipairs(history_rows(out)) do
+      if row.what == "reset" then
+        resets = resets + 1
+        assert.are.equal("CHANGED", row.result)
+        assert.matches("^offset %d+ %-> none$", row.details)
+      end
+    end
+    assert.are.equal(6, resets)
+  end)
+end)
+
+describe("kingest state history", function()
+  it("lists the runs newest first with their records and result, a failed run with its message, and the edits", function()
+    local topic = topic_with("history", { 8 })
+    local c = job("history", topic)
+    run_ok(c)
+    -- The same job with a decodeRecord that fails: the run fails and records why.
+    local broken = job("history", topic, { ["decode.error.policy"] = "fail" },
+      '  decodeRecord = function(record) error("no good: " .. record:value()) end,')
+    H.produce(topic, records(topic, 0, 8, 9), 0)
+    local code, _, err = H.run(broken.file, c.work)
+    assert.are.equal(1, code, err)
+    local message = H.last_line(err):match("^kingest: (.*)$")
+    assert.truthy(message:find("no good: " .. topic .. "-0-8", 1, true), message)
+    assert.are.equal(0, (state(c, "set-offset", c.file, topic .. ":0", "9")))
+    run_ok(c)
+
+    local out
+    code, out, err = state(c, "history", c.file)
+    assert.are.equal(0, code, err)
+    assert.matches("^TIME%s+WHAT%s+JOB ID / PARTITION%s+RECORDS%s+BYTES%s+RESULT%s+DETAILS\n", out)
+    local rows = history_rows(out)
+    assert.are.equal(4, #rows, out)
+    local bytes = #(topic .. "-0-9") + 1
+    assert.same({ "run", "1", tostring(bytes), "SUCCESSFUL" }, { rows[1].what, rows[1].records, rows[1].bytes, rows[1].result })
+    assert.matches("^job_" .. c.name .. "_%d+$", rows[1].id)
+    assert.matches("^%d+ ms$", rows[1].details)
+    assert.same({ "set-offset", topic .. ":0", "CHANGED", "offset 8 -> 9" },
+      { rows[2].what, rows[2].id, rows[2].result, rows[2].details })
+    assert.same({ "run", "FAILED" }, { rows[3].what, rows[3].result })
+    local shown = rows[3].details:match("^%d+ ms: (.*)$") -- the message, cut to the width of the table
+    assert.truthy(shown and #shown > 40, rows[3].details)
+    assert.are.equal(message:sub(1, #shown), shown)
+    local total = 0
+    for _, r in ipairs(records(topic, 0, 0, 7)) do total = total + #r + 1 end
+    assert.same({ "run", "8", tostring(total), "SUCCESSFUL" }, { rows[4].what, rows[4].records, rows[4].bytes, rows[4].result })
+    assert.is_true(rows[1].time >= rows[4].time)
+
+    -- --limit keeps the newest rows.
+    code, out = state(c, "history", c.file, "--limit", "2")
+    assert.are.equal(0, code)
+    local limited = history_rows(out)
+    assert.are.equal(2, #limited)
+    assert.same({ rows[1].id, rows[2].id }, { limited[1].id, limited[2].id })
+  end)
+
+  it("records the runs of a process that was killed as DIED, saying whether their commit was completed", function()
+    local topic = topic_with("history_died", { 6 })
+    local c = job("history_died", topic)
+    local function killed_at(point)
+      local code, _, err = H.sh(string.format("env GOBBLIN_WORK_DIR=%s KINGEST_CRASH_AT=%s %s run %s; exit $?",
+        H.q(c.work), point, H.q(H.bin), H.q(c.file)))
+      assert.are.equal(128 + 9, code, err)
+    end
+    killed_at("write:3")  -- while writing: nothing committed
+    killed_at("finish")   -- after publishing, before storing the offsets: the next run completes the commit
+    run_ok(c)
+    local code, out, err = state(c, "history", c.file)
+    assert.are.equal(0, code, err)
+    local rows = history_rows(out)
+    assert.are.equal(3, #rows, out)
+    assert.same({ "run", "0", "SUCCESSFUL" }, { rows[1].what, rows[1].records, rows[1].result })
+    assert.same({ "-", "DIED", "the process ended before the run finished (killed or crashed); its commit was completed" },
+      { rows[2].records, rows[2].result, rows[2].details })
+    assert.same({ "-", "DIED", "the process ended before the run finished (killed or crashed); nothing of it was committed" },
+      { rows[3].records, rows[3].result, rows[3].details })
+    assert.same(records(topic, 0, 0, 5), H.output_lines(c.work .. "/job-output/" .. topic))
+  end)
+end)
+
+describe("editing the state of a job", function()
+  it("refuses while a run of the job holds its lock, with status 3 and a clear message, and changes nothing", function()
+    local topic = topic_with("busy", { 3 })
+    local c = job("busy", topic, nil, table.concat({
+      "  decodeRecord = function(record)",
+      "    local done = os.clock() + 0.3",
+      "    while os.clock() < done do end",
+      "    return record",
+      "  end,",
+    }, "\n"))
+    run_ok(c) -- offset 3 stored
+    H.produce(topic, records(topic, 0, 3, 12), 0)
+    local p = H.spawn({ "run", c.file }, { GOBBLIN_WORK_DIR = c.work }, c.work .. "/slow")
+    assert.truthy(H.wait_until(function() return H.stderr_of(p):find("Pulling partition", 1, true) end, 20),
+      H.stderr_of(p))
+    local pid = H.pid_of(p)
+    local expected = "kingest: job " .. c.name .. " is running (process " .. pid .. " holds its lock): wait for it or stop it first"
+    for _, args in ipairs({
+      { "set-offset", c.file, topic .. ":0", "1" },
+      { "reset", c.file, topic .. ":0" },
+      { "reset", c.file },
+      { "set-offset", c.name, topic .. ":0", "1", "--work-dir", c.work }, -- by name: the lock of the work dir
+    }) do
+      local code, _, err = state(c, unpack(args))
+      assert.are.equal(3, code, table.concat(args, " ") .. ": " .. err)
+      assert.are.equal(expected, H.last_line(err))
+    end
+    assert.is_nil(H.slurp(p.status), "the run ended before the edits were tried")
+    assert.same({ [topic .. ":0"] = 3 }, H.stored_offsets(c.work, c.name))
+    -- Show and history only read, so they work while the job runs.
+    local code, out = state(c, "show", c.file)
+    assert.are.equal(0, code)
+    assert.are.equal("3", show_rows(out)[topic .. ":0"].next)
+    assert.are.equal(0, (state(c, "history", c.file)))
+
+    assert.are.equal(0, H.wait_exit(p, 60), H.stderr_of(p))
+    assert.same({ [topic .. ":0"] = 13 }, H.stored_offsets(c.work, c.name))
+    assert.same(concat(records(topic, 0, 0, 12)), H.output_lines(c.work .. "/job-output/" .. topic))
+    assert.same({ { "0" } }, H.sqlite(c.db, "SELECT count(*) FROM state_changes"))
+    -- Once it is done, the edit goes through.
+    local err
+    code, _, err = state(c, "set-offset", c.file, topic .. ":0", "1")
+    assert.are.equal(0, code, err)
+    assert.same({ [topic .. ":0"] = 1 }, H.stored_offsets(c.work, c.name))
+  end)
+
+  it("refuses while a commit is unfinished, until a run finishes it", function()
+    local topic = topic_with("pending", { 4 })
+    local c = job("pending", topic)
+    -- Killed right after the commit was journaled: files not moved, offsets not stored.
+    local code, _, err = H.sh(string.format("env GOBBLIN_WORK_DIR=%s KINGEST_CRASH_AT=journaled %s run %s; exit $?",
+      H.q(c.work), H.q(H.bin), H.q(c.file)))
+    assert.are.equal(128 + 9, code, err)
+    local job_id = H.sqlite(c.db, "SELECT DISTINCT job_id FROM pending_moves")[1][1]
+    assert.matches("^job_" .. c.name .. "_%d+$", job_id)
+    local expected = "kingest: job " .. c.name .. " has an unfinished commit (" .. job_id .. "): run the job once, it " ..
+                     "finishes the commit first, then edit its state"
+    for _, args in ipairs({ { "set-offset", c.file, topic .. ":0", "2" }, { "reset", c.file, topic } }) do
+      code, _, err = state(c, unpack(args))
+      assert.are.equal(1, code, err)
+      assert.are.equal(expected, H.last_line(err))
+    end
+    assert.same({}, H.stored_offsets(c.work, c.name))
+    assert.same({ { "0" } }, H.sqlite(c.db, "SELECT count(*) FROM state_changes"))
+
+    local log = run_ok(c)
+    assert.truthy(log:find("Finished the interrupted commit of " .. job_id, 1, true), log)
+    assert.same(records(topic, 0, 0, 3), H.output_lines(c.work .. "/job-output/" .. topic))
+    code, _, err = state(c, "reset", c.file, topic)
+    assert.are.equal(0, code, err)
+    assert.same({ "Reset " .. topic .. ":0 in job " .. c.name .. ": forgot offset 4; the next run treats it as new" },
+      info(err, "Reset "))
+  end)
+end)
