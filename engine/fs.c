@@ -96,3 +96,14 @@ int kg_fs_check_writable(const char *path, const char *property, char *errbuf) {
   free(probe);
   return rc;
 }
+
+int kg_fs_check_same_fs(const char *a, const char *a_property, const char *b, const char *b_property, char *errbuf) {
+  struct stat sa, sb;
+  if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return KG_OK; /* the writability checks report missing folders */
+  if (sa.st_dev != sb.st_dev)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s (%s) and %s (%s) are on different file systems: publishing moves files with rename(2), "
+                   "which cannot cross file systems; put both on one",
+                   a_property, a, b_property, b);
+  return KG_OK;
+}

@@ -16,4 +16,8 @@ int kg_fs_sync_dir(const char *path);
 /* True when a file can be created in PATH (which must exist). */
 int kg_fs_check_writable(const char *path, const char *property, char *errbuf);
 
+/* KG_EINVAL naming both properties when folders A and B are on different file systems (a commit renames
+ * from one to the other). */
+int kg_fs_check_same_fs(const char *a, const char *a_property, const char *b, const char *b_property, char *errbuf);
+
 #endif

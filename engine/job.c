@@ -501,6 +501,7 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
   kg_lock_t *lock = NULL;
   kg_state_t *state = NULL;
   bool run_recorded = false;
+  bool partial = false; /* committed, but some partitions stopped short after fetch errors */
   int rc = KG_OK;
 
   KG_INFO("Starting job %s (%s) from %s", c->job_name, job.job_id, c->job_file);
@@ -518,6 +519,9 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
   /* Everything that can be checked before a record moves is checked now. */
   if ((rc = kg_fs_check_writable(c->final_dir, "data.publisher.final.dir", errbuf))) goto out;
   if ((rc = kg_fs_check_writable(c->task_data_root, "task.data.root.dir", errbuf))) goto out;
+  if ((rc = kg_fs_check_same_fs(c->task_data_root, "task.data.root.dir", c->final_dir, "data.publisher.final.dir",
+                                errbuf)))
+    goto out;
   if ((rc = kg_state_open(c->state_store_dir, c->job_name, true, &state, errbuf))) goto out;
   {
     kg_lua_t *probe = NULL;
@@ -577,6 +581,28 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
     goto out;
   }
   rc = commit(&job, state, errbuf);
+  if (!rc) {
+    /* Partitions a fetch error stopped short: committed up to where they got, and named, so that a
+     * scheduler's log shows the run was partial; the next run goes on from there. */
+    kg_buf_t behind = {0};
+    size_t nbehind = 0;
+    for (size_t i = 0; i < job.ntasks; i++)
+      for (size_t u = 0; u < job.tasks[i].nunits; u++) {
+        kg_unit_result_t *r = &job.tasks[i].results[u];
+        kg_workunit_t *wu = job.tasks[i].units[u];
+        if (!r->fetch_failed || r->actual_high >= wu->high) continue;
+        if (nbehind++ < 10)
+          kg_buf_appendf(&behind, "%s%s:%d at %lld of %lld", behind.len ? ", " : "", wu->topic, wu->partition,
+                         (long long)r->actual_high, (long long)wu->high);
+      }
+    if (nbehind) {
+      KG_WARN("%zu partitions stopped short of their high watermark after fetch errors (the next run goes on from "
+              "there): %s%s",
+              nbehind, behind.data, nbehind > 10 ? ", ..." : "");
+      partial = true;
+    }
+    kg_buf_free(&behind);
+  }
 
 out:
   if (job.job_dir && rc != KG_ELOCKED) {
@@ -587,7 +613,8 @@ out:
   if (state && run_recorded) {
     char err[KG_ERRLEN];
     if (kg_state_run_end(state, job.job_id, kg_now_ms(), kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN),
-                         kg_metrics_get(&job.metrics, KG_M_BYTES_WRITTEN), rc ? "FAILED" : "SUCCESSFUL",
+                         kg_metrics_get(&job.metrics, KG_M_BYTES_WRITTEN),
+                         rc ? "FAILED" : partial ? "PARTIAL" : "SUCCESSFUL",
                          rc ? errbuf : NULL, err))
       KG_WARN("%s", err);
   }

@@ -213,6 +213,11 @@ describe("a broker that stops in the middle of a run", function()
         or log:find("WARN [^\n]*; partition " .. topic .. ":%d stops at offset %d+"), log)
       assert.falsy(log:find("Actual high watermark for partition " .. c.topic .. ":0=100, expected=100", 1, true) and
         log:find("Actual high watermark for partition " .. c.topic .. ":1=100, expected=100", 1, true), log)
+      -- The run says it was partial, in its log and in the history.
+      assert.truthy(log:find("WARN %d partitions stopped short of their high watermark after fetch errors"), log)
+      local rows = H.sqlite(c.work .. "/state-store/" .. c.name .. ".db",
+        "SELECT result FROM runs ORDER BY started_ms LIMIT 1") -- the first run; the reruns came after it
+      assert.same({ { "PARTIAL" } }, rows)
     end
   end)
 
@@ -372,16 +377,34 @@ describe("a write that fails", function()
         pending("cannot mount a 256 KB tmpfs here (mount -t tmpfs needs root)")
         return
       end
-      -- task.data.root.dir comes from the environment, so that the rerun can use the default.
-      local c = big_records("enospc", 80, nil, '  ["task.data.root.dir"] = os.getenv("FAULTS_TASK_DATA"),')
-      local code, _, err = run(c, { FAULTS_TASK_DATA = mnt })
+      -- task.data.root.dir and data.publisher.final.dir (one file system: publishing renames) come from the
+      -- environment, so that the rerun can use the defaults.
+      local c = big_records("enospc", 80, nil, '  ["task.data.root.dir"] = os.getenv("FAULTS_TASK_DATA"),\n' ..
+        '  ["data.publisher.final.dir"] = os.getenv("FAULTS_FINAL_DIR"),')
+      local code, _, err = run(c, { FAULTS_TASK_DATA = mnt, FAULTS_FINAL_DIR = mnt .. "/published" })
       assert.are.equal(1, code, err)
       local last = H.last_line(err)
       assert.truthy(last:find("^kingest: task task_" .. c.name .. "_%d+_0 failed: cannot write output file "), last)
       assert.truthy(last:find(mnt .. "/" .. c.name .. "/job_" .. c.name .. "_", 1, true), last)
       assert.truthy(last:find(": No space left on device$"), last)
       assert_no_trace(c)
-      assert.same({}, H.files(mnt)) -- the staging on the full disk is cleaned too
+      assert.same({}, H.files(mnt)) -- the staging on the full disk is cleaned too, and nothing is published
+      assert_rerun_pulls_everything_once(c)
+    end)
+
+    it("refuses, before pulling anything, task data and a final folder on different file systems", function()
+      if not mnt then
+        pending("cannot mount a 256 KB tmpfs here (mount -t tmpfs needs root)")
+        return
+      end
+      local c = big_records("xdev", 4, nil, '  ["task.data.root.dir"] = os.getenv("FAULTS_TASK_DATA"),')
+      local code, _, err = run(c, { FAULTS_TASK_DATA = mnt })
+      assert.are.equal(1, code, err)
+      local last = H.last_line(err)
+      assert.truthy(last:find("task.data.root.dir", 1, true) and last:find("data.publisher.final.dir", 1, true)
+        and last:find("different file systems", 1, true), last)
+      assert.falsy(err:find("Pulling", 1, true))
+      assert_no_trace(c)
       assert_rerun_pulls_everything_once(c)
     end)
   end)
