@@ -2,14 +2,24 @@
  *
  * kingest tracks offsets itself, so no consumer group is joined and nothing is committed to Kafka. A task
  * pulls its partitions one after the other: consume_start at the low watermark, consume_batch until the
- * high watermark, consume_stop. The prefetch queue is bounded (queued.max.messages.kbytes) so that memory
- * stays small whatever the backlog. */
+ * high watermark, consume_stop.
+ *
+ * The prefetch queue is bounded (queued.min.messages, queued.max.messages.kbytes) so that memory stays small
+ * whatever the backlog. librdkafka 2.0 looks at a full queue again only a second after it filled, so a
+ * reader that drains it faster would wait most of that second: when a short wait brings nothing, the
+ * engine restarts the partition's fetcher at the next offset, which fetches at once. The queue is empty
+ * then, so nothing is fetched twice or skipped. */
 #include "kafka.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef KG_PREFETCH_RECORDS
+#define KG_PREFETCH_RECORDS "50000"
+#endif
+#define KG_FIRST_WAIT_MS 25 /* how long an empty queue may stay empty before the fetcher is restarted */
 
 struct kg_kafka {
   rd_kafka_t *rk;
@@ -24,6 +34,7 @@ struct kg_kafka {
   int msgs_cap;
   char *pending_error; /* an error that followed records already handed over; reported by the next fetch */
   int pending_rc;
+  int64_t next_offset;       /* the offset after the last record handed over */
 };
 
 /* librdkafka's own log lines go to the engine's log at DEBUG: connection errors are reported once, as a
@@ -46,9 +57,9 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   int rc = set(conf, "bootstrap.servers", config->brokers, errbuf);
   if (!rc) rc = set(conf, "client.id", "kingest", errbuf);
   if (!rc) rc = set(conf, "enable.partition.eof", "true", errbuf);
-  /* Bounded prefetch: at most 16 MB and 100k records queued per partition being read. */
+  /* Bounded prefetch per partition being read: at most KG_PREFETCH_RECORDS records or 16 MB. */
   if (!rc) rc = set(conf, "queued.max.messages.kbytes", "16384", errbuf);
-  if (!rc) rc = set(conf, "queued.min.messages", "100000", errbuf);
+  if (!rc) rc = set(conf, "queued.min.messages", KG_PREFETCH_RECORDS, errbuf);
   /* Short: a partition's consume_stop waits for its in-flight fetch, and a task stops once per partition. */
   if (!rc) rc = set(conf, "fetch.wait.max.ms", "10", errbuf);
   snprintf(num, sizeof num, "%lld", (long long)config->metadata_timeout_ms);
@@ -199,6 +210,7 @@ int kg_kafka_fetch_start(kg_kafka_t *k, const char *topic, int32_t partition, in
   }
   k->topic = kg_xstrdup(topic);
   k->partition = partition;
+  k->next_offset = offset;
   return KG_OK;
 }
 
@@ -216,7 +228,17 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     k->msgs = kg_xrealloc(k->msgs, (size_t)max * sizeof *k->msgs);
     k->msgs_cap = max;
   }
-  ssize_t got = rd_kafka_consume_batch(k->rkt, k->partition, timeout_ms, k->msgs, (size_t)max);
+  int first = timeout_ms > KG_FIRST_WAIT_MS ? KG_FIRST_WAIT_MS : timeout_ms;
+  ssize_t got = rd_kafka_consume_batch(k->rkt, k->partition, first, k->msgs, (size_t)max);
+  if (got == 0 && timeout_ms > first) {
+    /* Nothing queued: the fetcher may be sitting out librdkafka's one-second backoff after the queue was
+     * full. Restart it where the reader is, so it fetches now (see the top of this file). */
+    rd_kafka_consume_stop(k->rkt, k->partition);
+    if (rd_kafka_consume_start(k->rkt, k->partition, k->next_offset) == -1)
+      return kg_fail(errbuf, KG_EKAFKA, "cannot restart reading %s:%d at offset %lld: %s", k->topic, k->partition,
+                     (long long)k->next_offset, rd_kafka_err2str(rd_kafka_last_error()));
+    got = rd_kafka_consume_batch(k->rkt, k->partition, timeout_ms - first, k->msgs, (size_t)max);
+  }
   if (got < 0)
     return kg_fail(errbuf, KG_EKAFKA, "fetch from %s:%d failed: %s", k->topic, k->partition,
                    rd_kafka_err2str(rd_kafka_last_error()));
@@ -251,6 +273,7 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     rd_kafka_headers_t *hdrs = NULL;
     r->header_count = rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR ? (int32_t)rd_kafka_header_cnt(hdrs) : 0;
     r->opaque = m;
+    k->next_offset = m->offset + 1;
   }
   return n;
 }
