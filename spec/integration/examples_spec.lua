@@ -6,13 +6,7 @@ local cjson = require("cjson")
 
 local EXAMPLES = H.root .. "/scripts/examples/"
 
--- A topic of one partition holding LINES.
-local function topic_with(name, lines)
-  local topic = H.unique(name)
-  H.create_topic(topic, 1)
-  H.produce(topic, lines)
-  return topic
-end
+local topic_with = H.topic_with
 
 -- Runs example FILE in a fresh work dir with ENV added (KAFKA_BROKERS is set); asserts that it succeeded.
 -- Returns the work dir and the log.

@@ -33,13 +33,7 @@ local function run_ok(job, work)
   return ms, err
 end
 
--- A topic of one partition holding LINES.
-local function topic_with(name, lines)
-  local topic = H.unique(name)
-  H.create_topic(topic, 1)
-  H.produce(topic, lines)
-  return topic
-end
+local topic_with = H.topic_with
 
 -- Folders named task-staging or task-output anywhere under DIR.
 local function leftover_task_dirs(dir)

@@ -22,8 +22,8 @@ local function slow_job(label, lock_enabled)
     ["writer.file.path.type"] = "tablename",
   }, table.concat({
     "  decodeRecord = function(record)",
-    "    local done = os.clock() + 0.3",
-    "    while os.clock() < done do end",
+    "    local done = require('gobblin.ffi').C.kg_ffi_mono_ms() + 301",
+    "    while require('gobblin.ffi').C.kg_ffi_mono_ms() < done do end",
     "    return record",
     "  end,",
   }, "\n"))

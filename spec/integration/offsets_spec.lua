@@ -19,12 +19,7 @@ local function job_file(work, topics, props)
   return H.job_lua(work, p)
 end
 
--- Runs JOB in WORK and asserts that it succeeded; returns its log.
-local function run_ok(job, work)
-  local code, _, err = H.run(job, work)
-  assert.are.equal(0, code, err)
-  return err
-end
+local run_ok = H.run_ok
 
 local function output(work, topic)
   return H.output_lines(work .. "/job-output/" .. topic)

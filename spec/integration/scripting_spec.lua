@@ -24,12 +24,7 @@ local function job_file(work, topic, props, extra, prelude)
   return path
 end
 
--- Runs JOB in WORK and asserts that it succeeded; returns the log.
-local function run_ok(job, work)
-  local code, _, err = H.run(job, work)
-  assert.are.equal(0, code, err)
-  return err
-end
+local run_ok = H.run_ok
 
 -- Runs JOB in WORK and asserts that it failed with status 1 (not a crash) and one clear last line on stderr,
 -- `kingest: ...`, containing every string of NAMES; returns that line and the log.
@@ -44,13 +39,7 @@ local function run_fails(job, work, names)
   return last, err
 end
 
--- A topic of one partition holding LINES.
-local function topic_with(name, lines)
-  local topic = H.unique(name)
-  H.create_topic(topic, 1)
-  H.produce(topic, lines)
-  return topic
-end
+local topic_with = H.topic_with
 
 -- The metrics lines of the run in WORK: the task lines (an array) and the job line.
 local function metrics_of(work)

@@ -384,8 +384,8 @@ describe("editing the state of a job", function()
     local topic = topic_with("busy", { 3 })
     local c = job("busy", topic, nil, table.concat({
       "  decodeRecord = function(record)",
-      "    local done = os.clock() + 0.3",
-      "    while os.clock() < done do end",
+      "    local done = require('gobblin.ffi').C.kg_ffi_mono_ms() + 301",
+      "    while require('gobblin.ffi').C.kg_ffi_mono_ms() < done do end",
       "    return record",
       "  end,",
     }, "\n"))

@@ -494,4 +494,19 @@ function H.load_line(log)
   return { min = tonumber(min), max = tonumber(max), spread = spread }
 end
 
+-- A topic of one partition holding LINES; returns its (unique) name.
+function H.topic_with(name, lines)
+  local topic = H.unique(name)
+  H.create_topic(topic, 1)
+  H.produce(topic, lines)
+  return topic
+end
+
+-- Runs JOB in WORK and asserts that it succeeded; returns its log.
+function H.run_ok(job, work)
+  local code, _, err = H.run(job, work)
+  require("luassert").are.equal(0, code, err) -- busted's assert lives in the spec's environment, not here
+  return err
+end
+
 return H
