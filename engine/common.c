@@ -31,7 +31,7 @@ const char *kg_err2str(int err) {
 static pthread_mutex_t log_mutex = PTHREAD_MUTEX_INITIALIZER;
 static kg_log_level_t log_level = KG_LOG_INFO;
 static FILE *log_file;
-static char *status_text;   /* the live status block at the bottom of a terminal, or NULL */
+static char *status_text; /* the live status block at the bottom of a terminal, or NULL */
 static int status_lines;
 
 void kg_log_set_level(kg_log_level_t level) { log_level = level; }
@@ -84,7 +84,8 @@ void kg_log_set_status(const char *text) {
   status_lines = 0;
   if (text && *text) {
     status_text = kg_xstrdup(text);
-    for (const char *p = text; *p; p++) status_lines += *p == '\n';
+    for (const char *p = text; *p; p++)
+      status_lines += *p == '\n';
     fputs(status_text, stderr);
   }
   fflush(stderr);
@@ -158,7 +159,8 @@ char *kg_xasprintf(const char *fmt, ...) {
 void kg_buf_append(kg_buf_t *buf, const void *p, size_t n) {
   if (buf->len + n + 1 > buf->cap) {
     size_t cap = buf->cap ? buf->cap : 64;
-    while (cap < buf->len + n + 1) cap *= 2;
+    while (cap < buf->len + n + 1)
+      cap *= 2;
     buf->data = kg_xrealloc(buf->data, cap);
     buf->cap = cap;
   }
@@ -185,7 +187,8 @@ void kg_buf_free(kg_buf_t *buf) {
 }
 
 char *kg_strtrim(char *s) {
-  while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n' || *s == '\f') s++;
+  while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n' || *s == '\f')
+    s++;
   size_t n = strlen(s);
   while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n' || s[n - 1] == '\f'))
     s[--n] = '\0';

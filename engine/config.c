@@ -9,78 +9,90 @@
 #include <unistd.h>
 
 static const kg_property_doc_t property_docs[] = {
-  {"job.name", NULL, "Name of the job: names its state, lock, metrics and task ids. Default: the job file's name.", 0},
-  {"job.group", NULL, "Group of the job (informational).", 0},
-  {"job.description", NULL, "Description of the job (informational).", 0},
-  {"job.lock.enabled", "true", "Refuse to start while another run of the same job holds the lock.", 0},
-  {"job.lock.dir", "<work dir>/locks", "Folder of the job lock files.", 0},
-  {"kafka.brokers", NULL, "Comma-separated host:port list of Kafka brokers. Required.", 0},
-  {"topic.whitelist", ".*", "Comma-separated regexes (whole-name match) of the topics to pull.", 0},
-  {"topic.blacklist", "", "Comma-separated regexes of topics never to pull; wins over the whitelist.", 0},
-  {"bootstrap.with.offset", "latest", "Where a partition with no stored offset starts: earliest, latest, skip.", 0},
-  {"reset.on.offset.out.of.range", "nearest",
-   "What to do when the stored offset is outside the broker's range: earliest, latest, nearest, skip.", 0},
-  {"topics.move.to.latest.offset", "", "Comma-separated topic names (or all) that always start at the latest offset.", 0},
-  {"source.class", "gobblin.source.extractor.extract.kafka.KafkaSimpleSource",
-   "KafkaSimpleSource (the record's payload as bytes).", 0},
-  {"extract.namespace", "", "Namespace of the extract; used by writer.file.path.type=namespace_table and default.", 0},
-  {"writer.builder.class", "gobblin.writer.SimpleDataWriterBuilder", "SimpleDataWriterBuilder.", 0},
-  {"writer.destination.type", "HDFS", "HDFS or LOCAL; standalone runs write to the local file system.", 0},
-  {"writer.output.format", "txt", "Output file extension for the simple writer (txt, json, csv).", 0},
-  {"writer.file.path.type", "default", "Output sub-path: tablename, namespace_table or default.", 0},
-  {"writer.fs.uri", "file:///", "File system of the writer; file:/// in standalone mode.", 0},
-  {"simple.writer.delimiter", "\\n", "Bytes written after each record; empty for none.", 0},
-  {"simple.writer.prepend.size", "false", "Write each record's length as 8 big-endian bytes before it.", 0},
-  {"data.publisher.type", "gobblin.publisher.BaseDataPublisher", "BaseDataPublisher.", 0},
-  {"data.publisher.final.dir", "<work dir>/job-output", "Where published files go.", 0},
-  {"task.data.root.dir", "<work dir>/task-data", "Root of task staging and task output.", 0},
-  {"state.store.dir", "<work dir>/state-store", "Folder of the job's state database.", 0},
-  {"state.store.fs.uri", "file:///", "File system of the state store; file:/// in standalone mode.", 0},
-  {"fs.uri", "file:///", "Default file system; file:/// in standalone mode.", 0},
-  {"mr.job.max.mappers", "100", "Number of tasks the work units are packed into.", 0},
-  {"job.commit.policy", "full",
-   "full: publish only when every task succeeded; successful: publish and commit the tasks that succeeded.", 0},
-  {"extract.limit.enabled", "false", "Limit each task by time, rate or count (extract.limit.type).", 0},
-  {"extract.limit.type", NULL, "time, rate or count; pool is refused.", 0},
-  {"extract.limit.time.limit", NULL, "type=time: the task's time budget, shared fairly by its partitions (also extract.limit.timeLimit).", 0},
-  {"extract.limit.time.limit.timeunit", "seconds", "Unit of the time limit (also extract.limit.timeLimitTimeunit).", 0},
-  {"extract.limit.rate.limit", NULL, "type=rate: records per time unit per task (also extract.limit.rateLimit).", 0},
-  {"extract.limit.rate.limit.timeunit", "seconds", "Unit of the rate limit (also extract.limit.rateLimitTimeunit).", 0},
-  {"extract.limit.count.limit", NULL, "type=count: records per task, shared fairly by its partitions (also extract.limit.countLimit).", 0},
-  {"extract.limit.timeLimit", NULL, "Gobblin's newer name of extract.limit.time.limit.", 0},
-  {"extract.limit.timeLimitTimeunit", NULL, "Gobblin's newer name of extract.limit.time.limit.timeunit.", 0},
-  {"extract.limit.rateLimit", NULL, "Gobblin's newer name of extract.limit.rate.limit.", 0},
-  {"extract.limit.rateLimitTimeunit", NULL, "Gobblin's newer name of extract.limit.rate.limit.timeunit.", 0},
-  {"extract.limit.countLimit", NULL, "Gobblin's newer name of extract.limit.count.limit.", 0},
-  {"kafka.workunit.packer.type", "SINGLE_LEVEL",
-   "SINGLE_LEVEL (worst-fit-decreasing; a topic's empty units merged) or BI_LEVEL (per-topic groups first).", 0},
-  {"workunit.pre.grouping.size.factor", "3.0", "BI_LEVEL: first-level groups hold total/(factor x N).", 0},
-  {"kafka.workunit.size.estimator.type", "AVG_RECORD_TIME",
-   "How work units are sized for packing: AVG_RECORD_TIME, AVG_RECORD_SIZE, or CUSTOM (estimateSize in job.lua).", 0},
-  {"taskexecutor.threadpool.size", "<cores>", "Tasks run at once in standalone mode.", 0},
-  {"metrics.enabled", "true", "Accepted for Gobblin compatibility; kingest always counts its metrics.", 0},
-  {"metrics.reporting.file.enabled", "false", "Write a metrics file for each run.", 0},
-  {"metrics.log.dir", "<work dir>/metrics", "Folder of the metrics files.", 0},
-  {"metrics.reporting.file.suffix", "", "Extension of the metrics file.", 0},
-  {"metrics.report.interval", "30000", "Accepted; the metrics file is written once, when the run ends.", 0},
-  {"kafka.metadata.timeout.ms", "15000", "Longest wait for the brokers to answer a metadata or offset query.", 0},
-  {"kafka.fetch.timeout.ms", "30000", "Longest wait for the next record of a partition's range.", 0},
-  {"kafka.fetch.batch.size", "1000", "Records handed to the script per call.", 0},
-  {"kafka.consumer.*", NULL, "Passed to librdkafka as the property after the prefix (e.g. kafka.consumer.security.protocol).", 0},
-  {"decode.error.policy", "skip", "A record whose decodeRecord or a converter fails: skip (counted), fail, or quarantine (written with its error to <FP>/_errors).", 0},
-  {"task.skip.error.records", "-1", "How many records that failed in the script a task may skip; -1 unlimited.", 0},
-  {"progress.interval.ms", "5000", "Milliseconds between progress lines in a log (not a terminal); 0 for none.", 0},
-  {"script.batch.timeout.ms", "60000", "Longest time one batch may spend in the script; a script past it is stopped and the run fails.", 0},
-  {"task.maxretries", "0", "Retries of a failed task (accepted; not used).", 0},
-  {"mr.job.root.dir", NULL, "Working folder of MapReduce runs.", 1},
-  {"mr.job.lock.dir", NULL, "Lock folder of MapReduce runs.", 1},
-  {"mr.include.task.counters", NULL, "MapReduce counters per task.", 1},
-  {"mr.job.max.mappers.per.node", NULL, "MapReduce mapper spread.", 1},
-  {"mapreduce.job.queuename", NULL, "MapReduce queue.", 1},
-  {"mapreduce.map.memory.mb", NULL, "MapReduce mapper memory.", 1},
-  {"mapreduce.map.java.opts", NULL, "MapReduce mapper JVM options.", 1},
-  {"mapred.job.queue.name", NULL, "MapReduce queue.", 1},
-  {"launcher.type", "LOCAL", "LOCAL (standalone) or MAPREDUCE.", 0},
+    {"job.name", NULL, "Name of the job: names its state, lock, metrics and task ids. Default: the job file's name.",
+     0},
+    {"job.group", NULL, "Group of the job (informational).", 0},
+    {"job.description", NULL, "Description of the job (informational).", 0},
+    {"job.lock.enabled", "true", "Refuse to start while another run of the same job holds the lock.", 0},
+    {"job.lock.dir", "<work dir>/locks", "Folder of the job lock files.", 0},
+    {"kafka.brokers", NULL, "Comma-separated host:port list of Kafka brokers. Required.", 0},
+    {"topic.whitelist", ".*", "Comma-separated regexes (whole-name match) of the topics to pull.", 0},
+    {"topic.blacklist", "", "Comma-separated regexes of topics never to pull; wins over the whitelist.", 0},
+    {"bootstrap.with.offset", "latest", "Where a partition with no stored offset starts: earliest, latest, skip.", 0},
+    {"reset.on.offset.out.of.range", "nearest",
+     "What to do when the stored offset is outside the broker's range: earliest, latest, nearest, skip.", 0},
+    {"topics.move.to.latest.offset", "", "Comma-separated topic names (or all) that always start at the latest offset.",
+     0},
+    {"source.class", "gobblin.source.extractor.extract.kafka.KafkaSimpleSource",
+     "KafkaSimpleSource (the record's payload as bytes).", 0},
+    {"extract.namespace", "", "Namespace of the extract; used by writer.file.path.type=namespace_table and default.",
+     0},
+    {"writer.builder.class", "gobblin.writer.SimpleDataWriterBuilder", "SimpleDataWriterBuilder.", 0},
+    {"writer.destination.type", "HDFS", "HDFS or LOCAL; standalone runs write to the local file system.", 0},
+    {"writer.output.format", "txt", "Output file extension for the simple writer (txt, json, csv).", 0},
+    {"writer.file.path.type", "default", "Output sub-path: tablename, namespace_table or default.", 0},
+    {"writer.fs.uri", "file:///", "File system of the writer; file:/// in standalone mode.", 0},
+    {"simple.writer.delimiter", "\\n", "Bytes written after each record; empty for none.", 0},
+    {"simple.writer.prepend.size", "false", "Write each record's length as 8 big-endian bytes before it.", 0},
+    {"data.publisher.type", "gobblin.publisher.BaseDataPublisher", "BaseDataPublisher.", 0},
+    {"data.publisher.final.dir", "<work dir>/job-output", "Where published files go.", 0},
+    {"task.data.root.dir", "<work dir>/task-data", "Root of task staging and task output.", 0},
+    {"state.store.dir", "<work dir>/state-store", "Folder of the job's state database.", 0},
+    {"state.store.fs.uri", "file:///", "File system of the state store; file:/// in standalone mode.", 0},
+    {"fs.uri", "file:///", "Default file system; file:/// in standalone mode.", 0},
+    {"mr.job.max.mappers", "100", "Number of tasks the work units are packed into.", 0},
+    {"job.commit.policy", "full",
+     "full: publish only when every task succeeded; successful: publish and commit the tasks that succeeded.", 0},
+    {"extract.limit.enabled", "false", "Limit each task by time, rate or count (extract.limit.type).", 0},
+    {"extract.limit.type", NULL, "time, rate or count; pool is refused.", 0},
+    {"extract.limit.time.limit", NULL,
+     "type=time: the task's time budget, shared fairly by its partitions (also extract.limit.timeLimit).", 0},
+    {"extract.limit.time.limit.timeunit", "seconds", "Unit of the time limit (also extract.limit.timeLimitTimeunit).",
+     0},
+    {"extract.limit.rate.limit", NULL, "type=rate: records per time unit per task (also extract.limit.rateLimit).", 0},
+    {"extract.limit.rate.limit.timeunit", "seconds", "Unit of the rate limit (also extract.limit.rateLimitTimeunit).",
+     0},
+    {"extract.limit.count.limit", NULL,
+     "type=count: records per task, shared fairly by its partitions (also extract.limit.countLimit).", 0},
+    {"extract.limit.timeLimit", NULL, "Gobblin's newer name of extract.limit.time.limit.", 0},
+    {"extract.limit.timeLimitTimeunit", NULL, "Gobblin's newer name of extract.limit.time.limit.timeunit.", 0},
+    {"extract.limit.rateLimit", NULL, "Gobblin's newer name of extract.limit.rate.limit.", 0},
+    {"extract.limit.rateLimitTimeunit", NULL, "Gobblin's newer name of extract.limit.rate.limit.timeunit.", 0},
+    {"extract.limit.countLimit", NULL, "Gobblin's newer name of extract.limit.count.limit.", 0},
+    {"kafka.workunit.packer.type", "SINGLE_LEVEL",
+     "SINGLE_LEVEL (worst-fit-decreasing; a topic's empty units merged) or BI_LEVEL (per-topic groups first).", 0},
+    {"workunit.pre.grouping.size.factor", "3.0", "BI_LEVEL: first-level groups hold total/(factor x N).", 0},
+    {"kafka.workunit.size.estimator.type", "AVG_RECORD_TIME",
+     "How work units are sized for packing: AVG_RECORD_TIME, AVG_RECORD_SIZE, or CUSTOM (estimateSize in job.lua).", 0},
+    {"taskexecutor.threadpool.size", "<cores>", "Tasks run at once in standalone mode.", 0},
+    {"metrics.enabled", "true", "Accepted for Gobblin compatibility; kingest always counts its metrics.", 0},
+    {"metrics.reporting.file.enabled", "false", "Write a metrics file for each run.", 0},
+    {"metrics.log.dir", "<work dir>/metrics", "Folder of the metrics files.", 0},
+    {"metrics.reporting.file.suffix", "", "Extension of the metrics file.", 0},
+    {"metrics.report.interval", "30000", "Accepted; the metrics file is written once, when the run ends.", 0},
+    {"kafka.metadata.timeout.ms", "15000", "Longest wait for the brokers to answer a metadata or offset query.", 0},
+    {"kafka.fetch.timeout.ms", "30000", "Longest wait for the next record of a partition's range.", 0},
+    {"kafka.fetch.batch.size", "1000", "Records handed to the script per call.", 0},
+    {"kafka.consumer.*", NULL,
+     "Passed to librdkafka as the property after the prefix (e.g. kafka.consumer.security.protocol).", 0},
+    {"decode.error.policy", "skip",
+     "A record whose decodeRecord or a converter fails: skip (counted), fail, or quarantine (written with its error to "
+     "<FP>/_errors).",
+     0},
+    {"task.skip.error.records", "-1", "How many records that failed in the script a task may skip; -1 unlimited.", 0},
+    {"progress.interval.ms", "5000", "Milliseconds between progress lines in a log (not a terminal); 0 for none.", 0},
+    {"script.batch.timeout.ms", "60000",
+     "Longest time one batch may spend in the script; a script past it is stopped and the run fails.", 0},
+    {"task.maxretries", "0", "Retries of a failed task (accepted; not used).", 0},
+    {"mr.job.root.dir", NULL, "Working folder of MapReduce runs.", 1},
+    {"mr.job.lock.dir", NULL, "Lock folder of MapReduce runs.", 1},
+    {"mr.include.task.counters", NULL, "MapReduce counters per task.", 1},
+    {"mr.job.max.mappers.per.node", NULL, "MapReduce mapper spread.", 1},
+    {"mapreduce.job.queuename", NULL, "MapReduce queue.", 1},
+    {"mapreduce.map.memory.mb", NULL, "MapReduce mapper memory.", 1},
+    {"mapreduce.map.java.opts", NULL, "MapReduce mapper JVM options.", 1},
+    {"mapred.job.queue.name", NULL, "MapReduce queue.", 1},
+    {"launcher.type", "LOCAL", "LOCAL (standalone) or MAPREDUCE.", 0},
 };
 
 const kg_property_doc_t *kg_config_property_docs(size_t *count) {
@@ -104,9 +116,10 @@ static const kg_property_doc_t *doc_for(const char *name) {
 
 /* Properties every Gobblin job carries that kingest reads no further: accepted without a warning. */
 static bool is_quietly_accepted(const char *name) {
-  static const char *prefixes[] = {"gobblin.", "metrics.", "source.", "writer.", "data.publisher.",
-                                    "extract.", "job.", "task.", "kafka.", "qualitychecker.", "converter.",
-                                    "fork.", "state.store.", "workunit.", "mr.", "mapreduce.", "mapred.", NULL};
+  static const char *prefixes[] = {
+      "gobblin.",     "metrics.",  "source.", "writer.",         "data.publisher.", "extract.",
+      "job.",         "task.",     "kafka.",  "qualitychecker.", "converter.",      "fork.",
+      "state.store.", "workunit.", "mr.",     "mapreduce.",      "mapred.",         NULL};
   for (int i = 0; prefixes[i]; i++)
     if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return true;
   return false;
@@ -117,7 +130,8 @@ static size_t edit_distance(const char *a, const char *b, size_t limit) {
   size_t n = strlen(a), m = strlen(b);
   if ((n > m ? n - m : m - n) > limit || m >= 128) return limit + 1;
   size_t row[128];
-  for (size_t j = 0; j <= m; j++) row[j] = j;
+  for (size_t j = 0; j <= m; j++)
+    row[j] = j;
   for (size_t i = 1; i <= n; i++) {
     size_t diag = row[0], best = row[0] = i;
     for (size_t j = 1; j <= m; j++) {
@@ -175,12 +189,13 @@ int kg_config_parse_enum(const char *property, const char *origin, const char *v
 void kg_config_destroy(kg_config_t *c) {
   if (!c) return;
   kg_props_destroy(c->props);
-  char **strings[] = {&c->job_file, &c->job_name, &c->job_group, &c->job_description, &c->brokers,
-                      &c->topic_whitelist, &c->topic_blacklist, &c->move_to_latest, &c->work_dir,
-                      &c->state_store_dir, &c->task_data_root, &c->final_dir, &c->lock_dir,
-                      &c->extract_namespace, &c->output_format, &c->delimiter, &c->metrics_dir,
-                      &c->metrics_suffix, &c->source};
-  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
+  char **strings[] = {&c->job_file,    &c->job_name,          &c->job_group,       &c->job_description,
+                      &c->brokers,     &c->topic_whitelist,   &c->topic_blacklist, &c->move_to_latest,
+                      &c->work_dir,    &c->state_store_dir,   &c->task_data_root,  &c->final_dir,
+                      &c->lock_dir,    &c->extract_namespace, &c->output_format,   &c->delimiter,
+                      &c->metrics_dir, &c->metrics_suffix,    &c->source};
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+    free(*strings[i]);
   free(c);
 }
 
@@ -207,7 +222,8 @@ static int int_prop(const kg_props_t *p, const char *key, int64_t def, int64_t m
   snprintf(tmp, sizeof tmp, "%s", v);
   int64_t n;
   if (!kg_parse_int64(kg_strtrim(tmp), &n) || n < min || n > max)
-    return kg_fail(errbuf, KG_EINVAL, "%s: invalid value '%s' for property %s: expected a whole number from %lld to %lld",
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: invalid value '%s' for property %s: expected a whole number from %lld to %lld",
                    origin_of(p, key), v, key, (long long)min, (long long)max);
   *out = n;
   return KG_OK;
@@ -222,14 +238,14 @@ static int double_prop(const kg_props_t *p, const char *key, double def, double 
   }
   char *end;
   double d = strtod(v, &end);
-  while (*end == ' ' || *end == '\t') end++;
+  while (*end == ' ' || *end == '\t')
+    end++;
   if (end == v || *end || !(d >= min && d <= max))
     return kg_fail(errbuf, KG_EINVAL, "%s: invalid value '%s' for property %s: expected a number from %g to %g",
                    origin_of(p, key), v, key, min, max);
   *out = d;
   return KG_OK;
 }
-
 
 static int bool_prop(const kg_props_t *p, const char *key, bool def, bool *out, char *errbuf) {
   const char *v = kg_props_get(p, key);
@@ -273,8 +289,10 @@ static int either_name(const kg_props_t *p, const char *a, const char *b, const 
 
 /* Milliseconds in one Java TimeUnit (seconds, minutes, ...), or 0 for an unknown unit. */
 static double unit_ms(const char *unit) {
-  static const struct { const char *name; double ms; } units[] = {
-    {"milliseconds", 1}, {"seconds", 1000}, {"minutes", 60000}, {"hours", 3600000}, {"days", 86400000}};
+  static const struct {
+    const char *name;
+    double ms;
+  } units[] = {{"milliseconds", 1}, {"seconds", 1000}, {"minutes", 60000}, {"hours", 3600000}, {"days", 86400000}};
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
     if (!strcasecmp(unit, units[i].name)) return units[i].ms;
   return 0;
@@ -297,10 +315,11 @@ static int limit_props(kg_config_t *c, char *errbuf) {
   int e;
   if ((rc = enum_prop(p, "extract.limit.type", 0, types, &e, errbuf))) return rc;
   c->limit_type = (kg_limit_type_t)e;
-  static const char *names[][4] = {
-    {"extract.limit.time.limit", "extract.limit.timeLimit", "extract.limit.time.limit.timeunit", "extract.limit.timeLimitTimeunit"},
-    {"extract.limit.rate.limit", "extract.limit.rateLimit", "extract.limit.rate.limit.timeunit", "extract.limit.rateLimitTimeunit"},
-    {"extract.limit.count.limit", "extract.limit.countLimit", NULL, NULL}};
+  static const char *names[][4] = {{"extract.limit.time.limit", "extract.limit.timeLimit",
+                                    "extract.limit.time.limit.timeunit", "extract.limit.timeLimitTimeunit"},
+                                   {"extract.limit.rate.limit", "extract.limit.rateLimit",
+                                    "extract.limit.rate.limit.timeunit", "extract.limit.rateLimitTimeunit"},
+                                   {"extract.limit.count.limit", "extract.limit.countLimit", NULL, NULL}};
   const char *key = NULL, *unit_key = NULL;
   if ((rc = either_name(p, names[e][0], names[e][1], &key, errbuf))) return rc;
   if (!key)
@@ -311,9 +330,10 @@ static int limit_props(kg_config_t *c, char *errbuf) {
   if (unit_key) {
     ms = unit_ms(kg_props_get(p, unit_key));
     if (ms == 0)
-      return kg_fail(errbuf, KG_EINVAL,
-                     "%s: invalid value '%s' for property %s: allowed values are milliseconds, seconds, minutes, hours, days",
-                     origin_of(p, unit_key), kg_props_get(p, unit_key), unit_key);
+      return kg_fail(
+          errbuf, KG_EINVAL,
+          "%s: invalid value '%s' for property %s: allowed values are milliseconds, seconds, minutes, hours, days",
+          origin_of(p, unit_key), kg_props_get(p, unit_key), unit_key);
   }
   double v;
   if ((rc = double_prop(p, key, 0, 1e-9, 1e15, &v, errbuf))) return rc;
@@ -360,8 +380,8 @@ static int check_class(const kg_props_t *p, const char *key, const char *const *
     strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
     strncat(list, accepted[i], sizeof list - strlen(list) - 1);
   }
-  return kg_fail(errbuf, KG_EINVAL, "%s: unknown class '%s' for property %s: kingest provides %s", origin_of(p, key),
-                 v, key, list);
+  return kg_fail(errbuf, KG_EINVAL, "%s: unknown class '%s' for property %s: kingest provides %s", origin_of(p, key), v,
+                 key, list);
 }
 
 /* A file system URI must be the local one in standalone mode. */
@@ -382,8 +402,8 @@ static void set_delimiter(kg_config_t *c) {
   c->delimiter_len = strlen(v);
 }
 
-int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, const char *work_dir,
-                  kg_config_t **out, char *errbuf) {
+int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, const char *work_dir, kg_config_t **out,
+                  char *errbuf) {
   kg_config_t *c = kg_xcalloc(1, sizeof *c);
   c->props = props;
   c->job_file = kg_xstrdup(job_file);
@@ -436,7 +456,8 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   c->bootstrap = (kg_bootstrap_t)e;
   if ((rc = enum_prop(props, "reset.on.offset.out.of.range", KG_RESET_NEAREST, reset_values, &e, errbuf))) goto done;
   c->reset = (kg_reset_t)e;
-  if ((rc = int_prop(props, "kafka.metadata.timeout.ms", 15000, 100, 3600000, &c->metadata_timeout_ms, errbuf))) goto done;
+  if ((rc = int_prop(props, "kafka.metadata.timeout.ms", 15000, 100, 3600000, &c->metadata_timeout_ms, errbuf)))
+    goto done;
   if ((rc = int_prop(props, "kafka.fetch.timeout.ms", 30000, 100, 3600000, &c->fetch_timeout_ms, errbuf))) goto done;
   if ((rc = int_prop(props, "kafka.fetch.batch.size", 1000, 1, 1000000, &n, errbuf))) goto done;
   c->batch_size = (int)n;
@@ -507,7 +528,8 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   if ((rc = bool_prop(props, "metrics.reporting.file.enabled", false, &c->metrics_enabled, errbuf))) goto done;
   c->metrics_dir = path_prop(c, "metrics.log.dir", "metrics");
   c->metrics_suffix = str_prop(props, "metrics.reporting.file.suffix", "");
-  if ((rc = int_prop(props, "metrics.report.interval", 30000, 100, INT64_MAX, &c->metrics_interval_ms, errbuf))) goto done;
+  if ((rc = int_prop(props, "metrics.report.interval", 30000, 100, INT64_MAX, &c->metrics_interval_ms, errbuf)))
+    goto done;
 
   /* Tell the user about what is ignored. */
   kg_buf_t mr = {0};

@@ -14,16 +14,16 @@ typedef enum { KG_ESTIMATOR_AVG_RECORD_TIME = 0, KG_ESTIMATOR_AVG_RECORD_SIZE, K
 
 /* Every field is owned by the config (freed by kg_config_destroy). Paths are absolute. */
 typedef struct {
-  kg_props_t *props;       /* all properties as given, owned */
-  char *job_file;          /* the job file's path as given */
-  bool job_is_lua;         /* job.lua (true) or a .pull/.properties file */
+  kg_props_t *props; /* all properties as given, owned */
+  char *job_file;    /* the job file's path as given */
+  bool job_is_lua;   /* job.lua (true) or a .pull/.properties file */
   char *job_name;
   char *job_group;
   char *job_description;
-  char *brokers;           /* kafka.brokers */
-  char *topic_whitelist;   /* comma-separated regexes, "" = all */
+  char *brokers;         /* kafka.brokers */
+  char *topic_whitelist; /* comma-separated regexes, "" = all */
   char *topic_blacklist;
-  char *move_to_latest;    /* topics.move.to.latest.offset: comma-separated names or "all" */
+  char *move_to_latest; /* topics.move.to.latest.offset: comma-separated names or "all" */
   kg_bootstrap_t bootstrap;
   kg_reset_t reset;
   char *work_dir;          /* GOBBLIN_WORK_DIR or --work-dir */
@@ -33,30 +33,30 @@ typedef struct {
   char *lock_dir;          /* job.lock.dir */
   char *extract_namespace; /* extract.namespace */
   kg_path_type_t path_type;
-  char *output_format;     /* writer.output.format, lower case; the file extension */
-  char *delimiter;         /* simple.writer.delimiter bytes (may be empty) */
+  char *output_format; /* writer.output.format, lower case; the file extension */
+  char *delimiter;     /* simple.writer.delimiter bytes (may be empty) */
   size_t delimiter_len;
-  bool prepend_size;       /* simple.writer.prepend.size */
-  int max_mappers;         /* mr.job.max.mappers */
+  bool prepend_size;                /* simple.writer.prepend.size */
+  int max_mappers;                  /* mr.job.max.mappers */
   kg_commit_policy_t commit_policy; /* job.commit.policy */
-  bool limit_enabled;          /* extract.limit.enabled */
-  kg_limit_type_t limit_type;  /* extract.limit.type */
-  int64_t limit_time_ms;       /* time: the task's budget */
-  double limit_rate_per_s;     /* rate: records per second per task */
-  int64_t limit_count;         /* count: records per task */
-  kg_estimator_t estimator; /* kafka.workunit.size.estimator.type */
-  int packer;              /* kafka.workunit.packer.type: kg_packer_type_t */
-  double pre_grouping_factor; /* workunit.pre.grouping.size.factor */
-  int threadpool_size;     /* taskexecutor.threadpool.size */
-  bool lock_enabled;       /* job.lock.enabled */
-  bool metrics_enabled;    /* metrics.reporting.file.enabled */
-  char *metrics_dir;       /* metrics.log.dir */
-  char *metrics_suffix;    /* metrics.reporting.file.suffix, "" for none */
+  bool limit_enabled;               /* extract.limit.enabled */
+  kg_limit_type_t limit_type;       /* extract.limit.type */
+  int64_t limit_time_ms;            /* time: the task's budget */
+  double limit_rate_per_s;          /* rate: records per second per task */
+  int64_t limit_count;              /* count: records per task */
+  kg_estimator_t estimator;         /* kafka.workunit.size.estimator.type */
+  int packer;                       /* kafka.workunit.packer.type: kg_packer_type_t */
+  double pre_grouping_factor;       /* workunit.pre.grouping.size.factor */
+  int threadpool_size;              /* taskexecutor.threadpool.size */
+  bool lock_enabled;                /* job.lock.enabled */
+  bool metrics_enabled;             /* metrics.reporting.file.enabled */
+  char *metrics_dir;                /* metrics.log.dir */
+  char *metrics_suffix;             /* metrics.reporting.file.suffix, "" for none */
   int64_t metrics_interval_ms;
-  int64_t metadata_timeout_ms; /* kafka.metadata.timeout.ms: broker discovery and offset queries */
-  int64_t fetch_timeout_ms;    /* kafka.fetch.timeout.ms: longest wait for the next record of a range */
-  int batch_size;              /* kafka.fetch.batch.size: records handed to Lua per call */
-  char *source;                /* "kafka_simple" or "lua" (decodeRecord from the job file) */
+  int64_t metadata_timeout_ms;     /* kafka.metadata.timeout.ms: broker discovery and offset queries */
+  int64_t fetch_timeout_ms;        /* kafka.fetch.timeout.ms: longest wait for the next record of a range */
+  int batch_size;                  /* kafka.fetch.batch.size: records handed to Lua per call */
+  char *source;                    /* "kafka_simple" or "lua" (decodeRecord from the job file) */
   kg_error_policy_t decode_errors; /* decode.error.policy */
   int64_t skip_error_limit;        /* task.skip.error.records, -1 unlimited */
   int64_t progress_interval_ms;    /* progress.interval.ms: progress log lines when stderr is not a terminal */
@@ -67,8 +67,8 @@ typedef struct {
  * WORK_DIR (may be NULL) overrides GOBBLIN_WORK_DIR. Logs one INFO line for MapReduce-only properties and a
  * WARN for each unknown one. Returns KG_OK or KG_EINVAL with a message naming the property, its origin and
  * the allowed values. */
-int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, const char *work_dir,
-                  kg_config_t **out, char *errbuf);
+int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, const char *work_dir, kg_config_t **out,
+                  char *errbuf);
 void kg_config_destroy(kg_config_t *config);
 
 /* Loads a job file: a .lua script returning a table, or Gobblin properties (.pull, .properties, .job,
@@ -80,7 +80,7 @@ typedef struct {
   const char *name;
   const char *default_value; /* NULL: no default */
   const char *doc;
-  int mode;                  /* 0 both modes, 1 MapReduce only (ignored standalone) */
+  int mode; /* 0 both modes, 1 MapReduce only (ignored standalone) */
 } kg_property_doc_t;
 
 const kg_property_doc_t *kg_config_property_docs(size_t *count);

@@ -14,13 +14,14 @@
 
 #include "lua_bridge.h"
 
-#define KG_MIN_RECORD_MILLIS 0.01
+#define KG_MIN_RECORD_MILLIS   0.01
 #define KG_DEFAULT_RECORD_SIZE 1024.0
 
 double kg_geometric_mean(const double *millis, size_t n) {
   if (n == 0) return 0;
   double sum = 0;
-  for (size_t i = 0; i < n; i++) sum += log(millis[i] < KG_MIN_RECORD_MILLIS ? KG_MIN_RECORD_MILLIS : millis[i]);
+  for (size_t i = 0; i < n; i++)
+    sum += log(millis[i] < KG_MIN_RECORD_MILLIS ? KG_MIN_RECORD_MILLIS : millis[i]);
   return exp(sum / (double)n);
 }
 
@@ -70,7 +71,8 @@ static void estimate_by_time(kg_workunit_t *units, size_t n, const kg_partition_
   size_t nest = 0;
   kg_topic_estimate_t *est = topic_estimates(stored, nstored, &nest);
   double *means = kg_xmalloc((nest ? nest : 1) * sizeof(double));
-  for (size_t i = 0; i < nest; i++) means[i] = est[i].millis;
+  for (size_t i = 0; i < nest; i++)
+    means[i] = est[i].millis;
   double fallback = nest ? kg_geometric_mean(means, nest) : 1.0;
   free(means);
   const char *topic = NULL;
@@ -89,7 +91,7 @@ static void estimate_by_size(kg_workunit_t *units, size_t n, const kg_partition_
   for (size_t i = 0; i < n; i++) {
     const kg_partition_state_t *p = kg_state_find(stored, nstored, units[i].topic, units[i].partition);
     double size = p && p->has_stats && p->records_pulled > 0 && p->avg_record_size > 0 ? p->avg_record_size
-                                                                                        : KG_DEFAULT_RECORD_SIZE;
+                                                                                       : KG_DEFAULT_RECORD_SIZE;
     units[i].est_size = range_of(&units[i]) * size;
   }
 }

@@ -59,8 +59,7 @@ int kg_fs_move(const char *src, const char *dst, char *errbuf) {
   char *dst_dir = dirname_of(dst);
   char *src_dir = dirname_of(src);
   int rc = kg_fs_mkdirs(dst_dir, errbuf);
-  if (!rc && rename(src, dst) != 0)
-    rc = kg_fail(errbuf, KG_EIO, "cannot move %s to %s: %s", src, dst, strerror(errno));
+  if (!rc && rename(src, dst) != 0) rc = kg_fail(errbuf, KG_EIO, "cannot move %s to %s: %s", src, dst, strerror(errno));
   if (!rc) {
     kg_fs_sync_dir(dst_dir);
     kg_fs_sync_dir(src_dir);
@@ -70,9 +69,7 @@ int kg_fs_move(const char *src, const char *dst, char *errbuf) {
   return rc;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  return remove(path);
-}
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
 
 int kg_fs_remove_tree(const char *path, char *errbuf) {
   if (!kg_fs_exists(path)) return KG_OK;

@@ -30,8 +30,8 @@ typedef struct {
   size_t nunits;
   kg_task_t *tasks;
   size_t ntasks;
-  kg_metrics_t metrics;   /* the job's own counters, and the tasks' merged at the end */
-  kg_buf_t events;        /* JSON lines for the metrics file */
+  kg_metrics_t metrics; /* the job's own counters, and the tasks' merged at the end */
+  kg_buf_t events;      /* JSON lines for the metrics file */
 } kg_job_t;
 
 static void event(kg_job_t *job, const char *name, const char *metadata_json) {
@@ -147,15 +147,17 @@ static int plan(kg_job_t *job, kg_state_t *state, char *errbuf) {
               sel_error[s], prev ? ", its stored offset is kept" : "");
       continue;
     }
-    kg_offset_decision_t d = kg_offset_decide(c->bootstrap, c->reset, move, prev != NULL,
-                                              prev ? prev->next_offset : 0, earliest, latest);
+    kg_offset_decision_t d =
+        kg_offset_decide(c->bootstrap, c->reset, move, prev != NULL, prev ? prev->next_offset : 0, earliest, latest);
     if (d.reason == KG_START_RESET) {
       kg_metrics_add(&job->metrics, KG_M_OFFSET_RESETS, 1);
       if (d.pull)
-        KG_WARN("Offset %lld of partition %s:%d is out of range [%lld, %lld]; reset.on.offset.out.of.range moves it to %lld",
+        KG_WARN("Offset %lld of partition %s:%d is out of range [%lld, %lld]; reset.on.offset.out.of.range moves it to "
+                "%lld",
                 (long long)prev->next_offset, topic, part, (long long)earliest, (long long)latest, (long long)d.low);
       else
-        KG_WARN("Offset %lld of partition %s:%d is out of range [%lld, %lld]; reset.on.offset.out.of.range=skip: not pulled, the stored offset is kept",
+        KG_WARN("Offset %lld of partition %s:%d is out of range [%lld, %lld]; reset.on.offset.out.of.range=skip: not "
+                "pulled, the stored offset is kept",
                 (long long)prev->next_offset, topic, part, (long long)earliest, (long long)latest);
     }
     if (!d.pull) {
@@ -196,7 +198,8 @@ static int plan(kg_job_t *job, kg_state_t *state, char *errbuf) {
   kg_state_free_partitions(stored, nstored);
   if (!rc) {
     char md[128];
-    snprintf(md, sizeof md, "{\"workUnitsCreated\":%zu,\"durationMs\":%lld}", job->nunits, (long long)(kg_mono_ms() - t0));
+    snprintf(md, sizeof md, "{\"workUnitsCreated\":%zu,\"durationMs\":%lld}", job->nunits,
+             (long long)(kg_mono_ms() - t0));
     event(job, "WorkUnitsCreationTimer", md);
   }
   return rc;
@@ -229,16 +232,16 @@ typedef struct {
   kg_job_t *job;
   kg_state_t *state;
   atomic_bool done;
-  bool terminal;          /* stderr is a terminal: live progress lines instead of log lines */
+  bool terminal; /* stderr is a terminal: live progress lines instead of log lines */
 } kg_watchdog_t;
 
 static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
   kg_job_t *job = w->job;
   kg_workunit_t *wu = t->units[atomic_load(&t->current_unit)];
-  char *msg = kg_xasprintf("task %s: the script has run for %lld ms on one batch of %s:%d and cannot be interrupted "
-                           "(script.batch.timeout.ms=%lld); the run is stopped: nothing is published and no offset moves",
-                           t->task_id, (long long)elapsed, wu->topic, wu->partition,
-                           (long long)job->config->batch_timeout_ms);
+  char *msg =
+      kg_xasprintf("task %s: the script has run for %lld ms on one batch of %s:%d and cannot be interrupted "
+                   "(script.batch.timeout.ms=%lld); the run is stopped: nothing is published and no offset moves",
+                   t->task_id, (long long)elapsed, wu->topic, wu->partition, (long long)job->config->batch_timeout_ms);
   KG_ERROR("%s", msg);
   char err[KG_ERRLEN];
   if (kg_state_run_end(w->state, job->job_id, kg_now_ms(), 0, 0, "FAILED", msg, err)) KG_WARN("%s", err);
@@ -321,7 +324,8 @@ static void run_tasks(kg_job_t *job, kg_state_t *state) {
     t->config = c;
   }
   const char **names = kg_xcalloc(ngroups ? ngroups : 1, sizeof(char *));
-  for (size_t g = 0; g < ngroups; g++) names[g] = job->tasks[g].task_id;
+  for (size_t g = 0; g < ngroups; g++)
+    names[g] = job->tasks[g].task_id;
   kg_pack_log(groups, ngroups, names);
   free(names);
   for (size_t g = 0; g < ngroups; g++) {
@@ -340,8 +344,8 @@ static void run_tasks(kg_job_t *job, kg_state_t *state) {
   size_t nthreads = (size_t)c->threadpool_size < job->ntasks ? (size_t)c->threadpool_size : job->ntasks;
   pthread_t *threads = kg_xcalloc(nthreads ? nthreads : 1, sizeof(pthread_t));
   const char *term = getenv("TERM");
-  kg_watchdog_t dog = {.job = job, .state = state,
-                       .terminal = isatty(STDERR_FILENO) && term && strcmp(term, "dumb") != 0};
+  kg_watchdog_t dog = {
+      .job = job, .state = state, .terminal = isatty(STDERR_FILENO) && term && strcmp(term, "dumb") != 0};
   pthread_t dog_thread;
   bool dog_started = pthread_create(&dog_thread, NULL, watchdog, &dog) == 0;
   if (!dog_started) KG_WARN("cannot start the watchdog thread: script.batch.timeout.ms is not enforced");
@@ -349,7 +353,8 @@ static void run_tasks(kg_job_t *job, kg_state_t *state) {
   for (; started < nthreads; started++)
     if (pthread_create(&threads[started], NULL, worker, &pool) != 0) break;
   if (started == 0) worker(&pool); /* no thread could start: run them here */
-  for (size_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
+  for (size_t i = 0; i < started; i++)
+    pthread_join(threads[i], NULL);
   atomic_store(&dog.done, true);
   if (dog_started) pthread_join(dog_thread, NULL);
   if (dog.terminal) kg_log_set_status(NULL);
@@ -459,7 +464,8 @@ static void write_metrics(kg_job_t *job, bool succeeded) {
         kg_buf_t stop = {0};
         kg_buf_append(&stop, "{\"topic\":", 9);
         kg_json_string(&stop, wu->topic);
-        kg_buf_appendf(&stop, ",\"partition\":%d,\"expectedHighWatermark\":%lld,\"actualHighWatermark\":%lld,\"reason\":",
+        kg_buf_appendf(&stop,
+                       ",\"partition\":%d,\"expectedHighWatermark\":%lld,\"actualHighWatermark\":%lld,\"reason\":",
                        wu->partition, (long long)wu->high, (long long)r->actual_high);
         kg_json_string(&stop, r->stop_reason);
         kg_buf_append(&stop, "}", 1);
@@ -475,9 +481,9 @@ static void write_metrics(kg_job_t *job, bool succeeded) {
   kg_buf_append(&out, "}\n", 2);
   if (job->events.len) kg_buf_append(&out, job->events.data, job->events.len);
 
-  char *path = *c->metrics_suffix ? kg_xasprintf("%s/%s.metrics.%s.%s", c->metrics_dir, c->job_name, job->job_id,
-                                                 c->metrics_suffix)
-                                  : kg_xasprintf("%s/%s.metrics.%s", c->metrics_dir, c->job_name, job->job_id);
+  char *path = *c->metrics_suffix
+                   ? kg_xasprintf("%s/%s.metrics.%s.%s", c->metrics_dir, c->job_name, job->job_id, c->metrics_suffix)
+                   : kg_xasprintf("%s/%s.metrics.%s", c->metrics_dir, c->job_name, job->job_id);
   char err[KG_ERRLEN];
   FILE *f = NULL;
   if (kg_fs_mkdirs(c->metrics_dir, err) == KG_OK) f = fopen(path, "w");
@@ -569,8 +575,8 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
                job.ntasks);
       goto out;
     }
-    KG_ERROR("%zu of %zu tasks failed; job.commit.policy=successful: committing the %zu tasks that succeeded",
-             failed, job.ntasks, job.ntasks - failed);
+    KG_ERROR("%zu of %zu tasks failed; job.commit.policy=successful: committing the %zu tasks that succeeded", failed,
+             job.ntasks, job.ntasks - failed);
     char cerr[KG_ERRLEN];
     rc = commit(&job, state, cerr);
     if (rc) {
@@ -614,7 +620,9 @@ out:
     char err[KG_ERRLEN];
     if (kg_state_run_end(state, job.job_id, kg_now_ms(), kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN),
                          kg_metrics_get(&job.metrics, KG_M_BYTES_WRITTEN),
-                         rc ? "FAILED" : partial ? "PARTIAL" : "SUCCESSFUL",
+                         rc        ? "FAILED"
+                         : partial ? "PARTIAL"
+                                   : "SUCCESSFUL",
                          rc ? errbuf : NULL, err))
       KG_WARN("%s", err);
   }
@@ -624,9 +632,11 @@ out:
             (long long)kg_metrics_get(&job.metrics, KG_M_BYTES_WRITTEN));
   kg_state_close(state);
   kg_lock_release(lock);
-  for (size_t i = 0; i < job.ntasks; i++) kg_task_clear(&job.tasks[i]);
+  for (size_t i = 0; i < job.ntasks; i++)
+    kg_task_clear(&job.tasks[i]);
   free(job.tasks);
-  for (size_t i = 0; i < job.nunits; i++) kg_workunit_clear(&job.units[i]);
+  for (size_t i = 0; i < job.nunits; i++)
+    kg_workunit_clear(&job.units[i]);
   free(job.units);
   kg_metrics_free(&job.metrics);
   kg_buf_free(&job.events);
@@ -716,7 +726,8 @@ int kg_job_plan(const kg_config_t *c, bool json, FILE *out, char *errbuf) {
   kg_buf_free(&o);
   kg_groups_free(groups, ngroups);
 out:
-  for (size_t i = 0; i < job.nunits; i++) kg_workunit_clear(&job.units[i]);
+  for (size_t i = 0; i < job.nunits; i++)
+    kg_workunit_clear(&job.units[i]);
   free(job.units);
   kg_metrics_free(&job.metrics);
   kg_buf_free(&job.events);

@@ -80,8 +80,8 @@ static int flatten(lua_State *L, int idx, const char *prefix, const char *file, 
           }
           if (i > 1) kg_buf_append(&list, ",", 1);
           if (!scalar_to_string(L, -1, &list))
-            rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s: list item %zu is a %s, expected a string or number",
-                         file, key, i, luaL_typename(L, -1));
+            rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s: list item %zu is a %s, expected a string or number", file,
+                         key, i, luaL_typename(L, -1));
           lua_pop(L, 1);
         }
         if (rc == KG_OK && list.len) kg_props_set(props, key, list.data, file);

@@ -34,7 +34,7 @@ struct kg_kafka {
   int msgs_cap;
   char *pending_error; /* an error that followed records already handed over; reported by the next fetch */
   int pending_rc;
-  int64_t next_offset;       /* the offset after the last record handed over */
+  int64_t next_offset; /* the offset after the last record handed over */
 };
 
 /* librdkafka's own log lines go to the engine's log at DEBUG: connection errors are reported once, as a
@@ -94,7 +94,8 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
 }
 
 static void release_batch(kg_kafka_t *k) {
-  for (int i = 0; i < k->nmsgs; i++) rd_kafka_message_destroy(k->msgs[i]);
+  for (int i = 0; i < k->nmsgs; i++)
+    rd_kafka_message_destroy(k->msgs[i]);
   k->nmsgs = 0;
 }
 
@@ -135,7 +136,8 @@ int kg_kafka_list_topics(kg_kafka_t *k, kg_topic_meta_t **topics, size_t *count,
     out[n].name = kg_xstrdup(t->topic);
     out[n].partition_count = t->partition_cnt;
     out[n].partitions = kg_xcalloc((size_t)t->partition_cnt, sizeof(int32_t));
-    for (int p = 0; p < t->partition_cnt; p++) out[n].partitions[p] = t->partitions[p].id;
+    for (int p = 0; p < t->partition_cnt; p++)
+      out[n].partitions[p] = t->partitions[p].id;
     qsort(out[n].partitions, (size_t)t->partition_cnt, sizeof(int32_t), cmp_int32);
     n++;
   }
@@ -169,7 +171,8 @@ int kg_kafka_offsets(kg_kafka_t *k, const char *topic, int32_t partition, int64_
 static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, size_t n, int64_t which,
                         int64_t *out, const char **errors, char *errbuf) {
   rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)n);
-  for (size_t i = 0; i < n; i++) rd_kafka_topic_partition_list_add(list, topics[i], partitions[i])->offset = which;
+  for (size_t i = 0; i < n; i++)
+    rd_kafka_topic_partition_list_add(list, topics[i], partitions[i])->offset = which;
   rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(k->rk, list, (int)k->metadata_timeout_ms);
   if (err && err != RD_KAFKA_RESP_ERR__PARTIAL) {
     rd_kafka_topic_partition_list_destroy(list);
@@ -180,8 +183,10 @@ static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t 
   for (size_t i = 0; i < n; i++) {
     rd_kafka_topic_partition_t *tp = &list->elems[i];
     out[i] = tp->offset;
-    if (tp->err && !errors[i]) errors[i] = rd_kafka_err2str(tp->err);
-    else if (tp->offset < 0 && !errors[i]) errors[i] = "no offset returned";
+    if (tp->err && !errors[i])
+      errors[i] = rd_kafka_err2str(tp->err);
+    else if (tp->offset < 0 && !errors[i])
+      errors[i] = "no offset returned";
   }
   rd_kafka_topic_partition_list_destroy(list);
   return KG_OK;
@@ -189,7 +194,8 @@ static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t 
 
 int kg_kafka_offsets_bulk(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, size_t n,
                           int64_t *earliest, int64_t *latest, const char **errors, char *errbuf) {
-  for (size_t i = 0; i < n; i++) errors[i] = NULL;
+  for (size_t i = 0; i < n; i++)
+    errors[i] = NULL;
   if (n == 0) return KG_OK;
   int rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_BEGINNING, earliest, errors, errbuf);
   if (!rc) rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_END, latest, errors, errbuf);
@@ -214,8 +220,7 @@ int kg_kafka_fetch_start(kg_kafka_t *k, const char *topic, int32_t partition, in
   return KG_OK;
 }
 
-int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms, int64_t *eof_offset,
-                   char *errbuf) {
+int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms, int64_t *eof_offset, char *errbuf) {
   release_batch(k);
   *eof_offset = -1;
   if (k->pending_error) {
@@ -271,7 +276,8 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     r->timestamp = (double)ts;
     r->partition = m->partition;
     rd_kafka_headers_t *hdrs = NULL;
-    r->header_count = rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR ? (int32_t)rd_kafka_header_cnt(hdrs) : 0;
+    r->header_count =
+        rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR ? (int32_t)rd_kafka_header_cnt(hdrs) : 0;
     r->opaque = m;
     k->next_offset = m->offset + 1;
   }

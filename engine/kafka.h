@@ -39,8 +39,7 @@ int kg_kafka_fetch_start(kg_kafka_t *kafka, const char *topic, int32_t partition
 /* Fills up to MAX views into RECORDS (which must hold MAX) and returns how many, 0 on timeout, or a
  * negative KG_E* with ERRBUF set. *EOF_OFFSET is the partition's end when the broker says it was reached
  * (offsets below it that came as no record are gone: deleted, compacted, or transaction markers), else -1. */
-int kg_kafka_fetch(kg_kafka_t *kafka, kg_record_t *records, int max, int timeout_ms, int64_t *eof_offset,
-                   char *errbuf);
+int kg_kafka_fetch(kg_kafka_t *kafka, kg_record_t *records, int max, int timeout_ms, int64_t *eof_offset, char *errbuf);
 void kg_kafka_fetch_stop(kg_kafka_t *kafka);
 
 #endif

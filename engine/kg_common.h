@@ -10,15 +10,15 @@
 /* Fallible functions return KG_OK or one of these; the detail goes into a caller's error buffer. */
 enum {
   KG_OK = 0,
-  KG_EINVAL = -1,   /* bad input: a property, a job file, an argument */
-  KG_EIO = -2,      /* a file system operation failed */
-  KG_EKAFKA = -3,   /* the broker could not be reached or answered with an error */
-  KG_ELUA = -4,     /* a script failed */
-  KG_ESTATE = -5,   /* the state store failed */
-  KG_ELOCKED = -6,  /* another instance of the job holds the lock */
+  KG_EINVAL = -1,  /* bad input: a property, a job file, an argument */
+  KG_EIO = -2,     /* a file system operation failed */
+  KG_EKAFKA = -3,  /* the broker could not be reached or answered with an error */
+  KG_ELUA = -4,    /* a script failed */
+  KG_ESTATE = -5,  /* the state store failed */
+  KG_ELOCKED = -6, /* another instance of the job holds the lock */
   KG_ENOMEM = -7,
   KG_ENOTFOUND = -8,
-  KG_ERANGE = -9,   /* a Kafka offset outside the partition's range (records deleted under the reader) */
+  KG_ERANGE = -9, /* a Kafka offset outside the partition's range (records deleted under the reader) */
 };
 
 const char *kg_err2str(int err);
@@ -40,8 +40,8 @@ int kg_log_set_file(const char *path);
 void kg_log_set_status(const char *text);
 
 #define KG_DEBUG(...) kg_log(KG_LOG_DEBUG, __VA_ARGS__)
-#define KG_INFO(...) kg_log(KG_LOG_INFO, __VA_ARGS__)
-#define KG_WARN(...) kg_log(KG_LOG_WARN, __VA_ARGS__)
+#define KG_INFO(...)  kg_log(KG_LOG_INFO, __VA_ARGS__)
+#define KG_WARN(...)  kg_log(KG_LOG_WARN, __VA_ARGS__)
 #define KG_ERROR(...) kg_log(KG_LOG_ERROR, __VA_ARGS__)
 
 /* Formats into an error buffer of KG_ERRLEN bytes; returns ERR so callers can `return kg_fail(...)`. */

@@ -6,25 +6,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* clang-format off: this block is copied verbatim into lua/gobblin/ffi.lua */
 /* FFI-BEGIN */
 typedef struct kg_record {
-  const char *topic_ptr;   /* NUL-terminated topic name, owned by the engine */
-  const char *key_ptr;     /* NULL when the record has no key */
+  const char *topic_ptr; /* NUL-terminated topic name, owned by the engine */
+  const char *key_ptr;   /* NULL when the record has no key */
   size_t key_len;
-  const char *value_ptr;   /* NULL when the payload is null (a tombstone) */
+  const char *value_ptr; /* NULL when the payload is null (a tombstone) */
   size_t value_len;
-  double offset;           /* exact below 2^53 */
-  double timestamp;        /* milliseconds since the epoch, -1 when unknown */
+  double offset;    /* exact below 2^53 */
+  double timestamp; /* milliseconds since the epoch, -1 when unknown */
   int32_t partition;
   int32_t header_count;
-  const void *opaque;      /* the engine's message handle */
+  const void *opaque; /* the engine's message handle */
 } kg_record_t;
 
 typedef struct kg_batch {
-  kg_record_t *records;    /* COUNT record views, valid during one call into Lua */
+  kg_record_t *records; /* COUNT record views, valid during one call into Lua */
   int32_t count;
-  int32_t next;            /* index of the next record to process; the script advances it */
-  void *sink;              /* the engine's output for this batch */
+  int32_t next; /* index of the next record to process; the script advances it */
+  void *sink;   /* the engine's output for this batch */
 } kg_batch_t;
 
 int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len);
@@ -34,6 +35,7 @@ int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **
 void kg_ffi_log(int level, const char *message);
 int64_t kg_ffi_mono_ms(void);
 /* FFI-END */
+/* clang-format on */
 
 /* What the engine behind batch->sink does with emitted bytes: RECORD is the record being processed. */
 typedef int (*kg_emit_fn)(void *ctx, const kg_record_t *record, const char *data, size_t len);

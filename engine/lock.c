@@ -25,7 +25,8 @@ static long read_pid(int fd) {
 int kg_lock_acquire(const char *dir, const char *job, kg_lock_t **out, long *holder_pid, char *errbuf) {
   *out = NULL;
   *holder_pid = 0;
-  if (kg_fs_mkdirs(dir, errbuf)) return kg_fail(errbuf, KG_EIO, "job.lock.dir %s cannot be created: %s", dir, strerror(errno));
+  if (kg_fs_mkdirs(dir, errbuf))
+    return kg_fail(errbuf, KG_EIO, "job.lock.dir %s cannot be created: %s", dir, strerror(errno));
   char *path = kg_xasprintf("%s/%s.lock", dir, job);
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {

@@ -89,10 +89,9 @@ static const char *usage_plan =
     "  -l, --log-level LEVEL  debug, info, warn (default) or error\n"
     "  -h, --help             Show this help\n";
 
-static const char *usage_properties =
-    "Usage: kingest properties\n"
-    "\n"
-    "Lists the job properties kingest reads, with their defaults and meaning.\n";
+static const char *usage_properties = "Usage: kingest properties\n"
+                                      "\n"
+                                      "Lists the job properties kingest reads, with their defaults and meaning.\n";
 
 /* Prints the error as one line on stderr; a multi-line message (a traceback) goes to the log first. */
 static int fail(int status, const char *msg) {
@@ -260,8 +259,10 @@ static int job_ref(const char *job, const kg_args_t *a, kg_job_ref_t *r, char *e
   }
   const char *wd = a->work_dir ? a->work_dir : getenv("GOBBLIN_WORK_DIR");
   if (!a->state_dir && !wd)
-    return kg_fail(err, KG_EINVAL, "%s is not a job file, and there is no state store for a job name: pass "
-                                   "--state-store-dir or --work-dir, or set GOBBLIN_WORK_DIR", job);
+    return kg_fail(err, KG_EINVAL,
+                   "%s is not a job file, and there is no state store for a job name: pass "
+                   "--state-store-dir or --work-dir, or set GOBBLIN_WORK_DIR",
+                   job);
   r->job_name = kg_xstrdup(job);
   r->state_dir = a->state_dir ? kg_xstrdup(a->state_dir) : kg_xasprintf("%s/state-store", wd);
   r->lock_dir = wd ? kg_xasprintf("%s/locks", wd) : NULL;
@@ -366,9 +367,12 @@ static int cmd_state(int argc, char **argv) {
   }
   const char *sub = argv[2];
   int nargs;
-  if (!strcmp(sub, "show") || !strcmp(sub, "history")) nargs = 1;
-  else if (!strcmp(sub, "set-offset")) nargs = 3;
-  else if (!strcmp(sub, "reset")) nargs = -1; /* 1 or 2 */
+  if (!strcmp(sub, "show") || !strcmp(sub, "history"))
+    nargs = 1;
+  else if (!strcmp(sub, "set-offset"))
+    nargs = 3;
+  else if (!strcmp(sub, "reset"))
+    nargs = -1; /* 1 or 2 */
   else {
     fprintf(stderr, "kingest: unknown state command %s\n%s", sub, usage_state);
     return 2;
@@ -491,10 +495,10 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "help")) {
     const char *topic = argc > 2 ? argv[2] : "help";
-    const char *usage = !strcmp(topic, "run")          ? usage_run
-                        : !strcmp(topic, "plan")       ? usage_plan
-                        : !strcmp(topic, "state")      ? usage_state
-                        : !strcmp(topic, "properties") ? usage_properties
+    const char *usage = !strcmp(topic, "run")                                 ? usage_run
+                        : !strcmp(topic, "plan")                              ? usage_plan
+                        : !strcmp(topic, "state")                             ? usage_state
+                        : !strcmp(topic, "properties")                        ? usage_properties
                         : !strcmp(topic, "help") || !strcmp(topic, "version") ? usage_main
                                                                               : NULL;
     if (!usage) { /* help for a command that does not exist is a usage error, as the command itself is */

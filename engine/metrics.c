@@ -83,11 +83,13 @@ void kg_metrics_merge(kg_metrics_t *into, const kg_metrics_t *from) {
 }
 
 void kg_metrics_merge_sum(kg_metrics_t *into, const kg_metrics_t *from) {
-  for (size_t i = 0; i < from->count; i++) kg_metrics_add(into, from->names[i], from->values[i]);
+  for (size_t i = 0; i < from->count; i++)
+    kg_metrics_add(into, from->names[i], from->values[i]);
 }
 
 void kg_metrics_free(kg_metrics_t *m) {
-  for (size_t i = 0; i < m->count; i++) free(m->names[i]);
+  for (size_t i = 0; i < m->count; i++)
+    free(m->names[i]);
   free(m->names);
   free(m->values);
   memset(m, 0, sizeof *m);

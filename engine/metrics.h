@@ -4,16 +4,16 @@
 
 #include "kg_common.h"
 
-#define KG_M_RECORDS_READ "gobblin.extractor.records.read"
-#define KG_M_RECORDS_FAILED "gobblin.extractor.records.failed"
-#define KG_M_EXTRACT_TIME "gobblin.extractor.extract.time"
-#define KG_M_DECODE_ERRORS "num.of.decoding.errors"
-#define KG_M_CONVERTER_IN "gobblin.converter.records.in"
-#define KG_M_CONVERTER_OUT "gobblin.converter.records.out"
+#define KG_M_RECORDS_READ    "gobblin.extractor.records.read"
+#define KG_M_RECORDS_FAILED  "gobblin.extractor.records.failed"
+#define KG_M_EXTRACT_TIME    "gobblin.extractor.extract.time"
+#define KG_M_DECODE_ERRORS   "num.of.decoding.errors"
+#define KG_M_CONVERTER_IN    "gobblin.converter.records.in"
+#define KG_M_CONVERTER_OUT   "gobblin.converter.records.out"
 #define KG_M_RECORDS_WRITTEN "gobblin.writer.records.written"
-#define KG_M_BYTES_WRITTEN "gobblin.writer.bytes.written"
-#define KG_M_OFFSET_RESETS "kafka.offset.resets"
-#define KG_M_QUARANTINED "num.of.quarantined.records"
+#define KG_M_BYTES_WRITTEN   "gobblin.writer.bytes.written"
+#define KG_M_OFFSET_RESETS   "kafka.offset.resets"
+#define KG_M_QUARANTINED     "num.of.quarantined.records"
 #define KG_M_RECORDS_SKIPPED "kafka.records.skipped"
 
 /* A set of named values (counts, and the rates and statistics of script meters and histograms). Not

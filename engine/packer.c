@@ -55,10 +55,12 @@ kg_group_t *kg_pack_worst_fit(kg_group_t *items, size_t nitems, int n, size_t *n
   /* A min-heap of group indexes by load (ties: lower index first), so each item finds the lightest group in
    * O(log N): planning 100,000 work units into 1,000 tasks stays well under a second. */
   size_t *heap = kg_xmalloc(ng * sizeof *heap);
-  for (size_t g = 0; g < ng; g++) heap[g] = g;
+  for (size_t g = 0; g < ng; g++)
+    heap[g] = g;
   for (size_t i = 0; i < nitems; i++) {
     kg_group_t *grp = &groups[heap[0]];
-    for (size_t u = 0; u < items[i].count; u++) group_add(grp, items[i].units[u]);
+    for (size_t u = 0; u < items[i].count; u++)
+      group_add(grp, items[i].units[u]);
     grp->load += items[i].load;
     free(items[i].units);
     items[i].units = NULL;
@@ -89,13 +91,15 @@ kg_group_t *kg_pack_worst_fit(kg_group_t *items, size_t nitems, int n, size_t *n
 /* The units of TOPIC from SORTED[*pos], advancing *pos; returns how many. */
 static size_t topic_run(kg_workunit_t **sorted, size_t count, size_t pos) {
   size_t end = pos;
-  while (end < count && !strcmp(sorted[end]->topic, sorted[pos]->topic)) end++;
+  while (end < count && !strcmp(sorted[end]->topic, sorted[pos]->topic))
+    end++;
   return end - pos;
 }
 
 kg_group_t *kg_pack_pre_group(kg_workunit_t *units, size_t count, double capacity, size_t *ngroups) {
   kg_workunit_t **sorted = kg_xmalloc((count ? count : 1) * sizeof *sorted);
-  for (size_t i = 0; i < count; i++) sorted[i] = &units[i];
+  for (size_t i = 0; i < count; i++)
+    sorted[i] = &units[i];
   qsort(sorted, count, sizeof *sorted, cmp_unit);
   kg_group_t *groups = NULL;
   size_t n = 0;
@@ -103,12 +107,14 @@ kg_group_t *kg_pack_pre_group(kg_workunit_t *units, size_t count, double capacit
     size_t len = topic_run(sorted, count, pos);
     kg_workunit_t **topic = &sorted[pos];
     double total = 0;
-    for (size_t i = 0; i < len; i++) total += topic[i]->est_size;
+    for (size_t i = 0; i < len; i++)
+      total += topic[i]->est_size;
     size_t first = n;
     if (total <= capacity) {
       groups = kg_xrealloc(groups, (n + 1) * sizeof *groups);
       memset(&groups[n], 0, sizeof groups[n]);
-      for (size_t i = 0; i < len; i++) group_add(&groups[n], topic[i]);
+      for (size_t i = 0; i < len; i++)
+        group_add(&groups[n], topic[i]);
       n++;
     } else {
       /* Best-fit-decreasing: each unit into the fullest group of this topic it still fits in. */
@@ -142,7 +148,8 @@ kg_group_t *kg_pack_pre_group(kg_workunit_t *units, size_t count, double capacit
 /* SINGLE_LEVEL's items: one per non-empty unit, one per topic for its empty units. */
 static kg_group_t *single_level_items(kg_workunit_t *units, size_t count, size_t *nitems) {
   kg_workunit_t **sorted = kg_xmalloc((count ? count : 1) * sizeof *sorted);
-  for (size_t i = 0; i < count; i++) sorted[i] = &units[i];
+  for (size_t i = 0; i < count; i++)
+    sorted[i] = &units[i];
   qsort(sorted, count, sizeof *sorted, cmp_unit);
   kg_group_t *items = kg_xcalloc(count ? count : 1, sizeof *items);
   size_t n = 0;
@@ -160,19 +167,20 @@ static kg_group_t *single_level_items(kg_workunit_t *units, size_t count, size_t
     }
     pos += len;
   }
-  for (size_t i = 0; i < n; i++) items[i].load = kg_pack_item_load(items[i].size, items[i].count);
+  for (size_t i = 0; i < n; i++)
+    items[i].load = kg_pack_item_load(items[i].size, items[i].count);
   free(sorted);
   *nitems = n;
   return items;
 }
 
-kg_group_t *kg_pack(kg_workunit_t *units, size_t count, int n, kg_packer_type_t type, double factor,
-                    size_t *ngroups) {
+kg_group_t *kg_pack(kg_workunit_t *units, size_t count, int n, kg_packer_type_t type, double factor, size_t *ngroups) {
   size_t nitems = 0;
   kg_group_t *items;
   if (type == KG_PACKER_BI_LEVEL) {
     double total = 0;
-    for (size_t i = 0; i < count; i++) total += units[i].est_size;
+    for (size_t i = 0; i < count; i++)
+      total += units[i].est_size;
     double capacity = total / (factor * (n > 0 ? n : 1));
     items = kg_pack_pre_group(units, count, capacity, &nitems);
   } else {
@@ -184,7 +192,8 @@ kg_group_t *kg_pack(kg_workunit_t *units, size_t count, int n, kg_packer_type_t 
 }
 
 void kg_groups_free(kg_group_t *groups, size_t ngroups) {
-  for (size_t i = 0; i < ngroups; i++) free(groups[i].units);
+  for (size_t i = 0; i < ngroups; i++)
+    free(groups[i].units);
   free(groups);
 }
 

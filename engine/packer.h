@@ -10,8 +10,8 @@ typedef enum { KG_PACKER_SINGLE_LEVEL = 0, KG_PACKER_BI_LEVEL } kg_packer_type_t
 typedef struct {
   kg_workunit_t **units; /* borrowed pointers; the array is the group's */
   size_t count;
-  double size;           /* sum of the units' est_size */
-  double load;           /* what the packer balances: the sum of its items' loads */
+  double size; /* sum of the units' est_size */
+  double load; /* what the packer balances: the sum of its items' loads */
 } kg_group_t;
 
 /* The load of an item of SIZE over NPARTITIONS partitions: max(size, 0.01) x log10(max(npartitions, 2)),
@@ -29,8 +29,7 @@ kg_group_t *kg_pack_pre_group(kg_workunit_t *units, size_t count, double capacit
 /* Packs COUNT units into at most N groups with TYPE (FACTOR is workunit.pre.grouping.size.factor for
  * BI_LEVEL). SINGLE_LEVEL first merges each topic's empty units into one item. Within a group, units are
  * sorted by topic and partition. Returns the groups (count in *NGROUPS). */
-kg_group_t *kg_pack(kg_workunit_t *units, size_t count, int n, kg_packer_type_t type, double factor,
-                    size_t *ngroups);
+kg_group_t *kg_pack(kg_workunit_t *units, size_t count, int n, kg_packer_type_t type, double factor, size_t *ngroups);
 void kg_groups_free(kg_group_t *groups, size_t ngroups);
 
 /* Logs each group's load and partitions, then the min and max load and their spread in percent. */

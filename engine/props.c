@@ -149,21 +149,25 @@ int kg_props_parse(kg_props_t *props, const char *text, size_t len, const char *
     bool first = true;
     while (cont && pos < len) {
       size_t start = pos;
-      while (pos < len && text[pos] != '\n' && text[pos] != '\r') pos++;
+      while (pos < len && text[pos] != '\n' && text[pos] != '\r')
+        pos++;
       size_t end = pos;
       if (pos < len && text[pos] == '\r') pos++;
       if (pos < len && text[pos] == '\n') pos++; /* \n, \r\n, or a lone \r end a line */
       lineno++;
       /* Continuation lines lose their leading blanks. */
       if (!first)
-        while (start < end && (text[start] == ' ' || text[start] == '\t' || text[start] == '\f')) start++;
+        while (start < end && (text[start] == ' ' || text[start] == '\t' || text[start] == '\f'))
+          start++;
       if (first) {
         size_t s = start;
-        while (s < end && (text[s] == ' ' || text[s] == '\t' || text[s] == '\f')) s++;
+        while (s < end && (text[s] == ' ' || text[s] == '\t' || text[s] == '\f'))
+          s++;
         if (s == end || text[s] == '#' || text[s] == '!') break; /* blank or comment line */
       }
       size_t bs = 0;
-      while (bs < end - start && text[end - 1 - bs] == '\\') bs++;
+      while (bs < end - start && text[end - 1 - bs] == '\\')
+        bs++;
       cont = (bs % 2) == 1;
       kg_buf_append(&logical, text + start, end - start - (cont ? 1 : 0));
       first = false;
@@ -172,7 +176,8 @@ int kg_props_parse(kg_props_t *props, const char *text, size_t len, const char *
 
     const char *l = logical.data;
     size_t n = logical.len, i = 0;
-    while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == '\f')) i++;
+    while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == '\f'))
+      i++;
     size_t kstart = i;
     while (i < n && l[i] != '=' && l[i] != ':' && l[i] != ' ' && l[i] != '\t' && l[i] != '\f') {
       if (l[i] == '\\') i++;
@@ -180,9 +185,11 @@ int kg_props_parse(kg_props_t *props, const char *text, size_t len, const char *
     }
     if (i > n) i = n;
     size_t kend = i;
-    while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == '\f')) i++;
+    while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == '\f'))
+      i++;
     if (i < n && (l[i] == '=' || l[i] == ':')) i++;
-    while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == '\f')) i++;
+    while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == '\f'))
+      i++;
 
     kg_buf_t key = {0}, value = {0};
     char origin[512];
@@ -213,7 +220,8 @@ int kg_props_load_file(kg_props_t *props, const char *path, char *errbuf) {
   kg_buf_t text = {0};
   char chunk[65536];
   size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) kg_buf_append(&text, chunk, n);
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    kg_buf_append(&text, chunk, n);
   bool bad = ferror(f);
   fclose(f);
   if (bad) {
@@ -229,8 +237,7 @@ int kg_props_load_file(kg_props_t *props, const char *path, char *errbuf) {
 static int expand(kg_props_t *props, size_t idx, const char *value, kg_buf_t *out, int depth, char *errbuf) {
   const kg_prop_t *p = &props->items[idx];
   const char *where = p->origin ? p->origin : p->key;
-  if (depth > 32)
-    return kg_fail(errbuf, KG_EINVAL, "%s: property %s: references form a cycle", where, p->key);
+  if (depth > 32) return kg_fail(errbuf, KG_EINVAL, "%s: property %s: references form a cycle", where, p->key);
   const char *s = value;
   while (*s) {
     const char *open = strstr(s, "${");
@@ -240,8 +247,7 @@ static int expand(kg_props_t *props, size_t idx, const char *value, kg_buf_t *ou
     }
     kg_buf_append(out, s, (size_t)(open - s));
     const char *close = strchr(open + 2, '}');
-    if (!close)
-      return kg_fail(errbuf, KG_EINVAL, "%s: property %s: unterminated ${ in value", where, p->key);
+    if (!close) return kg_fail(errbuf, KG_EINVAL, "%s: property %s: unterminated ${ in value", where, p->key);
     char *ref = kg_xstrndup(open + 2, (size_t)(close - open - 2));
     if (!strncmp(ref, "env:", 4)) {
       const char *v = getenv(ref + 4);
@@ -255,8 +261,8 @@ static int expand(kg_props_t *props, size_t idx, const char *value, kg_buf_t *ou
     } else {
       kg_prop_t *target = find(props, ref);
       if (!target) {
-        int rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to ${%s}, which is not defined", where,
-                         p->key, ref);
+        int rc =
+            kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to ${%s}, which is not defined", where, p->key, ref);
         free(ref);
         return rc;
       }

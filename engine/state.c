@@ -150,7 +150,8 @@ int kg_state_partitions(kg_state_t *s, kg_partition_state_t **out, size_t *count
 }
 
 void kg_state_free_partitions(kg_partition_state_t *parts, size_t count) {
-  for (size_t i = 0; i < count; i++) free(parts[i].topic);
+  for (size_t i = 0; i < count; i++)
+    free(parts[i].topic);
   free(parts);
 }
 
@@ -275,15 +276,14 @@ int kg_state_pending(kg_state_t *s, char **job_id, kg_move_t **moves, size_t *nm
   *moves = NULL;
   *nmoves = 0;
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db,
-                         "SELECT job_id FROM pending_partitions UNION SELECT job_id FROM pending_moves LIMIT 1",
+  if (sqlite3_prepare_v2(s->db, "SELECT job_id FROM pending_partitions UNION SELECT job_id FROM pending_moves LIMIT 1",
                          -1, &st, NULL) != SQLITE_OK)
     return db_fail(s, errbuf, "cannot read the commit journal");
   if (sqlite3_step(st) == SQLITE_ROW) *job_id = kg_xstrdup((const char *)sqlite3_column_text(st, 0));
   sqlite3_finalize(st);
   if (!*job_id) return KG_OK;
-  if (sqlite3_prepare_v2(s->db, "SELECT src, dst FROM pending_moves WHERE job_id = ? ORDER BY seq", -1, &st,
-                         NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(s->db, "SELECT src, dst FROM pending_moves WHERE job_id = ? ORDER BY seq", -1, &st, NULL) !=
+      SQLITE_OK)
     return db_fail(s, errbuf, "cannot read the commit journal");
   sqlite3_bind_text(st, 1, *job_id, -1, SQLITE_TRANSIENT);
   size_t cap = 0;
@@ -310,8 +310,8 @@ void kg_state_free_moves(kg_move_t *moves, size_t count) {
 
 int kg_state_run_begin(kg_state_t *s, const char *job_id, int64_t started_ms, char *errbuf) {
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO runs(job_id, started_ms, result) VALUES(?, ?, 'RUNNING')",
-                         -1, &st, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO runs(job_id, started_ms, result) VALUES(?, ?, 'RUNNING')", -1,
+                         &st, NULL) != SQLITE_OK)
     return db_fail(s, errbuf, "cannot record the run");
   sqlite3_bind_text(st, 1, job_id, -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64(st, 2, started_ms);
@@ -340,9 +340,9 @@ int kg_state_runs_died(kg_state_t *s, const char *job_id, char *errbuf) {
 int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, int64_t records, int64_t bytes,
                      const char *result, const char *message, char *errbuf) {
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db,
-                         "UPDATE runs SET ended_ms = ?, records = ?, bytes = ?, result = ?, message = ? WHERE job_id = ?",
-                         -1, &st, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(
+          s->db, "UPDATE runs SET ended_ms = ?, records = ?, bytes = ?, result = ?, message = ? WHERE job_id = ?", -1,
+          &st, NULL) != SQLITE_OK)
     return db_fail(s, errbuf, "cannot record the run");
   sqlite3_bind_int64(st, 1, ended_ms);
   sqlite3_bind_int64(st, 2, records);
@@ -365,8 +365,14 @@ static int log_change(kg_state_t *s, const char *command, const char *topic, int
   sqlite3_bind_text(st, 2, command, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 3, topic, -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(st, 4, partition);
-  if (had_old) sqlite3_bind_int64(st, 5, old_offset); else sqlite3_bind_null(st, 5);
-  if (has_new) sqlite3_bind_int64(st, 6, new_offset); else sqlite3_bind_null(st, 6);
+  if (had_old)
+    sqlite3_bind_int64(st, 5, old_offset);
+  else
+    sqlite3_bind_null(st, 5);
+  if (has_new)
+    sqlite3_bind_int64(st, 6, new_offset);
+  else
+    sqlite3_bind_null(st, 6);
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the change");
@@ -390,11 +396,12 @@ int kg_state_set_offset(kg_state_t *s, const char *topic, int32_t partition, int
     *old_offset = sqlite3_column_int64(st, 0);
   }
   sqlite3_finalize(st);
-  if (sqlite3_prepare_v2(s->db,
-                         "INSERT INTO partition_state(topic, partition, next_offset, job_id, updated_ms)"
-                         " VALUES(?1, ?2, ?3, 'set-offset', ?4) ON CONFLICT(topic, partition) DO UPDATE SET"
-                         " next_offset = excluded.next_offset, job_id = excluded.job_id, updated_ms = excluded.updated_ms",
-                         -1, &st, NULL) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(
+          s->db,
+          "INSERT INTO partition_state(topic, partition, next_offset, job_id, updated_ms)"
+          " VALUES(?1, ?2, ?3, 'set-offset', ?4) ON CONFLICT(topic, partition) DO UPDATE SET"
+          " next_offset = excluded.next_offset, job_id = excluded.job_id, updated_ms = excluded.updated_ms",
+          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, errbuf, "cannot write the partition");
     goto out;
   }
@@ -425,8 +432,8 @@ int kg_state_reset(kg_state_t *s, const char *topic, int32_t partition, kg_parti
   kg_partition_state_t *out = kg_xcalloc(n ? n : 1, sizeof *out);
   size_t m = 0;
   sqlite3_stmt *st = NULL;
-  if (!rc && sqlite3_prepare_v2(s->db, "DELETE FROM partition_state WHERE topic = ? AND partition = ?", -1, &st, NULL) !=
-                 SQLITE_OK)
+  if (!rc && sqlite3_prepare_v2(s->db, "DELETE FROM partition_state WHERE topic = ? AND partition = ?", -1, &st,
+                                NULL) != SQLITE_OK)
     rc = db_fail(s, errbuf, "cannot reset");
   for (size_t i = 0; !rc && i < n; i++) {
     if (topic && strcmp(all[i].topic, topic)) continue;

@@ -10,7 +10,7 @@
 typedef struct kg_state kg_state_t;
 
 typedef struct {
-  char *topic;              /* owned */
+  char *topic; /* owned */
   int32_t partition;
   int64_t next_offset;      /* the first offset the next run pulls */
   bool has_stats;           /* false: keep the statistics already stored */

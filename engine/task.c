@@ -19,9 +19,9 @@
 
 /* The writer of one file path, opened on the first record that goes there. */
 typedef struct {
-  char *file_path;            /* FP, or FP/_errors for quarantined records */
-  const char *ext;            /* file extension */
-  bool quarantine;            /* JSON lines of failed records, not the job's output format */
+  char *file_path; /* FP, or FP/_errors for quarantined records */
+  const char *ext; /* file extension */
+  bool quarantine; /* JSON lines of failed records, not the job's output format */
   char *staging;
   kg_writer_t *writer;
 } kg_output_t;
@@ -30,12 +30,12 @@ typedef struct {
   kg_task_t *task;
   kg_output_t *outputs;
   size_t noutputs;
-  size_t current;             /* index of the output of the partition being pulled */
+  size_t current; /* index of the output of the partition being pulled */
   int write_rc;
   char write_error[KG_ERRLEN];
-  int64_t started_ms;         /* monotonic start of the task, for the rate limit */
-  int64_t task_records;       /* records pulled by the task so far */
-  int64_t records_written;    /* counted here on the hot path, added to the task's metrics at the end */
+  int64_t started_ms;      /* monotonic start of the task, for the rate limit */
+  int64_t task_records;    /* records pulled by the task so far */
+  int64_t records_written; /* counted here on the hot path, added to the task's metrics at the end */
   int64_t bytes_written;
 } kg_task_run_t;
 
@@ -88,7 +88,8 @@ static void base64(kg_buf_t *out, const unsigned char *p, size_t n) {
   static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   for (size_t i = 0; i < n; i += 3) {
     unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-    char q[4] = {tbl[v >> 18 & 63], tbl[v >> 12 & 63], i + 1 < n ? tbl[v >> 6 & 63] : '=', i + 2 < n ? tbl[v & 63] : '='};
+    char q[4] = {tbl[v >> 18 & 63], tbl[v >> 12 & 63], i + 1 < n ? tbl[v >> 6 & 63] : '=',
+                 i + 2 < n ? tbl[v & 63] : '='};
     kg_buf_append(out, q, 4);
   }
 }
@@ -171,15 +172,15 @@ static void stop_early(kg_unit_result_t *res, const kg_workunit_t *wu, int64_t n
           (long long)wu->high, why);
 }
 
-static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_record_t *records,
-                     kg_workunit_t *wu, kg_allowance_t allow, kg_unit_result_t *res, char *errbuf) {
+static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_record_t *records, kg_workunit_t *wu,
+                     kg_allowance_t allow, kg_unit_result_t *res, char *errbuf) {
   kg_task_t *t = run->task;
   const kg_config_t *c = t->config;
   int64_t start = kg_mono_ms();
   int64_t next = wu->low;
   res->actual_high = wu->low;
-  KG_INFO("Pulling partition %s:%d from offset %lld to %lld, range=%lld", wu->topic, wu->partition,
-          (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low));
+  KG_INFO("Pulling partition %s:%d from offset %lld to %lld, range=%lld", wu->topic, wu->partition, (long long)wu->low,
+          (long long)wu->high, (long long)(wu->high - wu->low));
   if (wu->high <= wu->low) goto finished;
 
   run->current = output_for(run, kg_task_file_path(c, wu->topic, t->extract_id), c->output_format, false);
@@ -210,7 +211,8 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
      * would otherwise run far past the partition's share. */
     if (allow.deadline_ms) {
       int64_t now = kg_mono_ms();
-      double fit = res->records ? (double)(allow.deadline_ms - now) * (double)res->records / (double)(now - start + 1) + 1 : 1;
+      double fit =
+          res->records ? (double)(allow.deadline_ms - now) * (double)res->records / (double)(now - start + 1) + 1 : 1;
       if (fit < (double)want) want = fit < 1 ? 1 : (int64_t)fit;
     }
     int n = kg_kafka_fetch(kafka, records, want < c->batch_size ? (int)want : c->batch_size, 500, &eof_offset, ferr);
@@ -270,7 +272,8 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
     if (allow.records >= 0 && keep > allow.records - res->records) keep = (int)(allow.records - res->records);
     if (keep > 0) {
       last_progress = kg_mono_ms();
-      for (int i = 0; i < keep; i++) res->bytes += (int64_t)records[i].value_len;
+      for (int i = 0; i < keep; i++)
+        res->bytes += (int64_t)records[i].value_len;
       res->records += keep;
       atomic_store(&t->unit_records, res->records);
       kg_metrics_add(&t->metrics, KG_M_RECORDS_READ, keep);
@@ -313,8 +316,10 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
                   c->decode_errors == KG_ERRORS_QUARANTINE ? "Quarantining" : "Skipping", wu->topic, wu->partition,
                   bad->offset, stage, lerr);
         if (c->skip_error_limit >= 0 && kg_metrics_get(&t->metrics, KG_M_DECODE_ERRORS) > (double)c->skip_error_limit)
-          return kg_fail(errbuf, KG_ELUA, "more than %lld records failed in the script (task.skip.error.records); last at %s:%d offset %.0f",
-                         (long long)c->skip_error_limit, wu->topic, wu->partition, bad->offset);
+          return kg_fail(
+              errbuf, KG_ELUA,
+              "more than %lld records failed in the script (task.skip.error.records); last at %s:%d offset %.0f",
+              (long long)c->skip_error_limit, wu->topic, wu->partition, bad->offset);
       }
       next = (int64_t)records[keep - 1].offset + 1;
       run->task_records += keep;
@@ -367,7 +372,8 @@ void kg_task_run(kg_task_t *t) {
   int64_t task_deadline = c->limit_enabled && c->limit_type == KG_LIMIT_TIME ? start + c->limit_time_ms : 0;
   int64_t records_left = c->limit_enabled && c->limit_type == KG_LIMIT_COUNT ? c->limit_count : -1;
   size_t pending = 0;
-  for (size_t i = 0; i < t->nunits; i++) pending += t->units[i]->high > t->units[i]->low;
+  for (size_t i = 0; i < t->nunits; i++)
+    pending += t->units[i]->high > t->units[i]->low;
   for (size_t i = 0; !rc && i < t->nunits; i++) {
     kg_workunit_t *wu = t->units[i];
     kg_allowance_t allow = {0, -1};
@@ -377,7 +383,8 @@ void kg_task_run(kg_task_t *t) {
         allow.deadline_ms = now + (task_deadline > now ? (task_deadline - now) / (int64_t)pending : 0);
         if (allow.deadline_ms <= now) allow.deadline_ms = now; /* nothing left: stops at once */
       }
-      if (records_left >= 0) allow.records = records_left / (int64_t)pending + (records_left % (int64_t)pending ? 1 : 0);
+      if (records_left >= 0)
+        allow.records = records_left / (int64_t)pending + (records_left % (int64_t)pending ? 1 : 0);
       pending--;
     }
     if (!topic || strcmp(topic, wu->topic)) {

@@ -11,44 +11,44 @@
 
 /* What a task did with one work unit. */
 typedef struct {
-  int64_t actual_high;   /* the next offset after what was pulled */
-  int64_t records;       /* records pulled (read from Kafka within the range) */
-  int64_t bytes;         /* payload bytes pulled */
-  int64_t elapsed_ms;    /* from the start of the partition to its end */
+  int64_t actual_high; /* the next offset after what was pulled */
+  int64_t records;     /* records pulled (read from Kafka within the range) */
+  int64_t bytes;       /* payload bytes pulled */
+  int64_t elapsed_ms;  /* from the start of the partition to its end */
   int64_t decode_errors;
-  int64_t skipped;       /* records deleted under the reader and skipped by the reset policy */
-  bool fetch_failed;     /* the fetch stopped with an error before the high watermark */
-  bool premature_stop;   /* an extract limit ended the unit before its high watermark */
+  int64_t skipped;     /* records deleted under the reader and skipped by the reset policy */
+  bool fetch_failed;   /* the fetch stopped with an error before the high watermark */
+  bool premature_stop; /* an extract limit ended the unit before its high watermark */
   char stop_reason[160];
 } kg_unit_result_t;
 
 /* One output file of a task. */
 typedef struct {
-  char *file_path;       /* FP: the sub-path under staging, task output and the final dir */
-  char *output;          /* the file in task-output */
-  char *final;           /* where the publisher puts it */
+  char *file_path; /* FP: the sub-path under staging, task output and the final dir */
+  char *output;    /* the file in task-output */
+  char *final;     /* where the publisher puts it */
 } kg_task_file_t;
 
 typedef struct {
   /* Set by the job before the run. */
   int index;
-  char *task_id;                 /* task_<job>_<epoch ms>_<index> */
+  char *task_id; /* task_<job>_<epoch ms>_<index> */
   const kg_config_t *config;
-  kg_workunit_t **units;         /* borrowed, in the order they are pulled */
+  kg_workunit_t **units; /* borrowed, in the order they are pulled */
   size_t nunits;
-  const char *job_dir;           /* <task.data.root.dir>/<job>/<jobId> */
-  const char *extract_id;        /* for writer.file.path.type=default */
+  const char *job_dir;    /* <task.data.root.dir>/<job>/<jobId> */
+  const char *extract_id; /* for writer.file.path.type=default */
   /* Results. */
-  kg_unit_result_t *results;     /* one per unit */
+  kg_unit_result_t *results; /* one per unit */
   kg_task_file_t *files;
   size_t nfiles;
   kg_metrics_t metrics;
   /* Shared with the job's watchdog thread. */
-  _Atomic int64_t lua_since_ms;  /* monotonic ms when the running batch call began; 0 outside Lua */
-  _Atomic(void *) lua;           /* the task's kg_lua_t while it exists, for kg_lua_interrupt */
-  atomic_bool interrupted;       /* the watchdog stopped a batch that ran too long */
-  atomic_int current_unit;       /* index in units of the partition being pulled */
-  _Atomic int64_t unit_records;  /* progress: records of the current unit pulled so far */
+  _Atomic int64_t lua_since_ms;    /* monotonic ms when the running batch call began; 0 outside Lua */
+  _Atomic(void *) lua;             /* the task's kg_lua_t while it exists, for kg_lua_interrupt */
+  atomic_bool interrupted;         /* the watchdog stopped a batch that ran too long */
+  atomic_int current_unit;         /* index in units of the partition being pulled */
+  _Atomic int64_t unit_records;    /* progress: records of the current unit pulled so far */
   _Atomic int64_t unit_started_ms; /* progress: monotonic start of the current unit; 0 when not pulling */
   bool succeeded;
   char error[KG_ERRLEN];

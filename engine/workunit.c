@@ -134,8 +134,8 @@ bool kg_topic_in_list(const char *list, const char *topic) {
   return found;
 }
 
-kg_offset_decision_t kg_offset_decide(kg_bootstrap_t bootstrap, kg_reset_t reset, bool move_to_latest,
-                                      bool has_stored, int64_t stored, int64_t earliest, int64_t latest) {
+kg_offset_decision_t kg_offset_decide(kg_bootstrap_t bootstrap, kg_reset_t reset, bool move_to_latest, bool has_stored,
+                                      int64_t stored, int64_t earliest, int64_t latest) {
   kg_offset_decision_t d = {.pull = true, .low = latest, .reason = KG_START_PREVIOUS};
   if (move_to_latest) {
     d.reason = KG_START_MOVE_TO_LATEST;

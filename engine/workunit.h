@@ -25,28 +25,28 @@ typedef enum {
 
 /* The decision for one partition. */
 typedef struct {
-  bool pull;               /* false: no work unit (bootstrap skip, reset skip) */
-  int64_t low;             /* the low watermark when pull */
+  bool pull;   /* false: no work unit (bootstrap skip, reset skip) */
+  int64_t low; /* the low watermark when pull */
   kg_start_reason_t reason;
 } kg_offset_decision_t;
 
 /* Decides where a partition starts, given its stored offset (HAS_STORED) and the broker's range
  * [EARLIEST, LATEST]. Pure: the rules of BEHAVIOUR.md section 2. */
-kg_offset_decision_t kg_offset_decide(kg_bootstrap_t bootstrap, kg_reset_t reset, bool move_to_latest,
-                                      bool has_stored, int64_t stored, int64_t earliest, int64_t latest);
+kg_offset_decision_t kg_offset_decide(kg_bootstrap_t bootstrap, kg_reset_t reset, bool move_to_latest, bool has_stored,
+                                      int64_t stored, int64_t earliest, int64_t latest);
 
 /* One partition's share of a run. */
 typedef struct {
-  char *topic;            /* owned */
+  char *topic; /* owned */
   int32_t partition;
-  int64_t low;            /* first offset to pull */
-  int64_t high;           /* pull up to here, exclusive: the broker's latest at planning time */
-  int64_t earliest;       /* the broker's range at planning time */
+  int64_t low;      /* first offset to pull */
+  int64_t high;     /* pull up to here, exclusive: the broker's latest at planning time */
+  int64_t earliest; /* the broker's range at planning time */
   int64_t latest;
   bool has_stored;
   int64_t stored;
   kg_start_reason_t reason;
-  double est_size;        /* the size estimate the packer uses */
+  double est_size; /* the size estimate the packer uses */
 } kg_workunit_t;
 
 void kg_workunit_clear(kg_workunit_t *wu);

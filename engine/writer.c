@@ -14,7 +14,7 @@
 struct kg_writer {
   FILE *file;
   char *path;
-  char *buffer;     /* stdio buffer, KG_WRITER_BUFFER bytes */
+  char *buffer; /* stdio buffer, KG_WRITER_BUFFER bytes */
   char *delim;
   size_t delim_len;
   bool prepend_size;
@@ -54,7 +54,8 @@ int kg_writer_write(kg_writer_t *w, const char *data, size_t len, char *errbuf) 
   if (w->prepend_size) {
     unsigned char size[8];
     uint64_t n = len;
-    for (int i = 7; i >= 0; i--, n >>= 8) size[i] = (unsigned char)(n & 0xff);
+    for (int i = 7; i >= 0; i--, n >>= 8)
+      size[i] = (unsigned char)(n & 0xff);
     if (fwrite(size, 1, 8, w->file) != 8) return write_error(w, errbuf);
     w->bytes += 8;
   }

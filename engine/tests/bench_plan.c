@@ -19,7 +19,8 @@ static double now_s(void) {
 static void run(size_t topics, size_t per_topic, int n, kg_packer_type_t packer, kg_estimator_t estimator) {
   size_t count = topics * per_topic;
   char **names = kg_xcalloc(topics, sizeof(char *));
-  for (size_t t = 0; t < topics; t++) names[t] = kg_xasprintf("events.topic-%05zu", t);
+  for (size_t t = 0; t < topics; t++)
+    names[t] = kg_xasprintf("events.topic-%05zu", t);
   /* Stored state for 9 of 10 partitions, sorted as the store returns it. */
   kg_partition_state_t *stored = kg_xcalloc(count, sizeof *stored);
   size_t nstored = 0;
@@ -79,17 +80,18 @@ static void run(size_t topics, size_t per_topic, int n, kg_packer_type_t packer,
   kg_topic_filter_destroy(filter);
   free(units);
   free(stored);
-  for (size_t t = 0; t < topics; t++) free(names[t]);
+  for (size_t t = 0; t < topics; t++)
+    free(names[t]);
   free(names);
 }
 
 int main(void) {
   kg_log_set_level(KG_LOG_ERROR);
   for (int packer = 0; packer < 2; packer++) {
-    run(100, 100, 100, (kg_packer_type_t)packer, KG_ESTIMATOR_AVG_RECORD_TIME);     /* 10,000 partitions */
-    run(1000, 100, 100, (kg_packer_type_t)packer, KG_ESTIMATOR_AVG_RECORD_TIME);    /* 100,000 work units */
+    run(100, 100, 100, (kg_packer_type_t)packer, KG_ESTIMATOR_AVG_RECORD_TIME);  /* 10,000 partitions */
+    run(1000, 100, 100, (kg_packer_type_t)packer, KG_ESTIMATOR_AVG_RECORD_TIME); /* 100,000 work units */
     run(1000, 100, 1000, (kg_packer_type_t)packer, KG_ESTIMATOR_AVG_RECORD_SIZE);
-    run(10, 10000, 100, (kg_packer_type_t)packer, KG_ESTIMATOR_AVG_RECORD_TIME);    /* few wide topics */
+    run(10, 10000, 100, (kg_packer_type_t)packer, KG_ESTIMATOR_AVG_RECORD_TIME); /* few wide topics */
   }
   return 0;
 }

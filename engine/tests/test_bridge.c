@@ -7,7 +7,7 @@
 #include "test.h"
 
 typedef struct {
-  kg_buf_t all;   /* every emitted record, each followed by '\n' */
+  kg_buf_t all; /* every emitted record, each followed by '\n' */
   int count;
   size_t last_len;
 } kg_collect_t;
@@ -59,9 +59,9 @@ static void test_passthrough(void) {
   size_t huge_len = 8u << 20;
   char *huge = kg_xmalloc(huge_len);
   memset(huge, 'h', huge_len);
-  set_record(&r[0], "a\0b", 3, NULL, 0);   /* NUL inside, null key */
-  set_record(&r[1], "", 0, "k", 1);        /* empty payload */
-  set_record(&r[2], NULL, 0, NULL, 2);     /* null payload */
+  set_record(&r[0], "a\0b", 3, NULL, 0); /* NUL inside, null key */
+  set_record(&r[1], "", 0, "k", 1);      /* empty payload */
+  set_record(&r[2], NULL, 0, NULL, 2);   /* null payload */
   set_record(&r[3], huge, huge_len, NULL, 3);
   kg_collect_t out = {0};
   kg_buf_t failed = {0};

@@ -71,7 +71,7 @@ static void test_single_level_by_hand(void) {
 static void test_bi_level_by_hand(void) {
   /* Total 60, N = 2, factor 3: capacity 10. Topic a (6, 5, 4, 3 = 18) best-fit-decreasing: {6, 4} and
    * {5, 3}. Topic b (2, 1 = 3) is below the capacity: one group. Topic c holds 39 in one unit: its own. */
-  kg_workunit_t u[] = {wu("a", 0, 6, 6), wu("a", 1, 5, 5), wu("a", 2, 4, 4), wu("a", 3, 3, 3),
+  kg_workunit_t u[] = {wu("a", 0, 6, 6), wu("a", 1, 5, 5), wu("a", 2, 4, 4),  wu("a", 3, 3, 3),
                        wu("b", 0, 2, 2), wu("b", 1, 1, 1), wu("c", 0, 39, 39)};
   size_t np = 0;
   kg_group_t *pre = kg_pack_pre_group(u, 7, 10, &np);
@@ -89,7 +89,8 @@ static void test_bi_level_by_hand(void) {
       CHECK((pre[g].units[0] == &u[0] && pre[g].units[1] == &u[2]));
     if (!strcmp(pre[g].units[0]->topic, "b")) CHECK_INT(pre[g].count, 2);
   }
-  for (int i = 0; i < 7; i++) CHECK_INT(found[i], 1);
+  for (int i = 0; i < 7; i++)
+    CHECK_INT(found[i], 1);
   kg_groups_free(pre, np);
 
   size_t ng = 0;
@@ -105,7 +106,8 @@ static void test_bi_level_by_hand(void) {
 /* A straightforward worst-fit-decreasing over single-unit items, to compare with. */
 static void reference_wfd(kg_workunit_t *u, size_t n, int ngroups, int *assign) {
   size_t *order = kg_xmalloc(n * sizeof *order);
-  for (size_t i = 0; i < n; i++) order[i] = i;
+  for (size_t i = 0; i < n; i++)
+    order[i] = i;
   for (size_t i = 0; i < n; i++) /* selection sort: by load desc, then topic, partition */
     for (size_t j = i + 1; j < n; j++) {
       kg_workunit_t *a = &u[order[i]], *b = &u[order[j]];
@@ -145,7 +147,8 @@ static void test_random(void) {
       size_t ng = 0;
       kg_group_t *g = kg_pack(u, n, ngroups, (kg_packer_type_t)type, 3, &ng);
       CHECK(ng >= 1 && ng <= (size_t)ngroups);
-      for (size_t k = 0; k < ng; k++) CHECK(g[k].count > 0); /* no group empty */
+      for (size_t k = 0; k < ng; k++)
+        CHECK(g[k].count > 0); /* no group empty */
       for (size_t i = 0; i < n; i++) {
         int times;
         group_of(g, ng, &u[i], &times);
@@ -155,12 +158,14 @@ static void test_random(void) {
     }
     /* Bi-level first-level groups hold one topic each, and stay within capacity unless alone. */
     double total = 0;
-    for (size_t i = 0; i < n; i++) total += u[i].est_size;
+    for (size_t i = 0; i < n; i++)
+      total += u[i].est_size;
     double capacity = total / (3.0 * ngroups);
     size_t np = 0;
     kg_group_t *pre = kg_pack_pre_group(u, n, capacity, &np);
     for (size_t k = 0; k < np; k++) {
-      for (size_t i = 0; i < pre[k].count; i++) CHECK_STR(pre[k].units[i]->topic, pre[k].units[0]->topic);
+      for (size_t i = 0; i < pre[k].count; i++)
+        CHECK_STR(pre[k].units[i]->topic, pre[k].units[0]->topic);
       CHECK(pre[k].count == 1 || pre[k].size <= capacity + 1e-9);
     }
     kg_groups_free(pre, np);

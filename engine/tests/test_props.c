@@ -49,8 +49,8 @@ static void test_substitution(void) {
   char err[KG_ERRLEN] = "";
   int rc;
   setenv("KG_TEST_DIR", "/data/work", 1);
-  kg_props_t *p = parse("metrics.log.dir=${env:KG_TEST_DIR}/metrics\nname=job1\nout=${name}-${env:KG_TEST_DIR}\n",
-                        &rc, err);
+  kg_props_t *p =
+      parse("metrics.log.dir=${env:KG_TEST_DIR}/metrics\nname=job1\nout=${name}-${env:KG_TEST_DIR}\n", &rc, err);
   CHECK_INT(rc, KG_OK);
   CHECK_STR(kg_props_get(p, "metrics.log.dir"), "/data/work/metrics");
   CHECK_STR(kg_props_get(p, "out"), "job1-/data/work");
@@ -140,8 +140,9 @@ static void test_config(void) {
   CHECK_INT(config_from("kafka.brokers=b:1\nreset.on.offset.out.of.range=closest\n", &c, err), KG_EINVAL);
   CHECK_CONTAINS(err, "earliest, latest, nearest, skip");
 
-  CHECK_INT(config_from("kafka.brokers=b:1\nsource.class=gobblin.source.extractor.extract.kafka.MyFancySource\n", &c, err),
-            KG_EINVAL);
+  CHECK_INT(
+      config_from("kafka.brokers=b:1\nsource.class=gobblin.source.extractor.extract.kafka.MyFancySource\n", &c, err),
+      KG_EINVAL);
   CHECK_CONTAINS(err, "unknown class");
   CHECK_CONTAINS(err, "MyFancySource");
   CHECK_CONTAINS(err, "source.class");
@@ -160,7 +161,8 @@ static void test_config(void) {
   CHECK_CONTAINS(err, "writer.fs.uri");
 
   /* MapReduce-only properties are accepted in standalone mode. */
-  CHECK_INT(config_from("kafka.brokers=b:1\nmr.job.root.dir=/gobblin-kafka/working\nfs.uri=file:///\n", &c, err), KG_OK);
+  CHECK_INT(config_from("kafka.brokers=b:1\nmr.job.root.dir=/gobblin-kafka/working\nfs.uri=file:///\n", &c, err),
+            KG_OK);
   kg_config_destroy(c);
 }
 
@@ -172,7 +174,9 @@ static void test_typos(void) {
   kg_log_set_level(KG_LOG_WARN);
   kg_log_set_file(log);
   CHECK_INT(config_from("kafka.brokers=b:1\nkafka.broker=b:2\njob.nmae=x\nbootstrap.with.ofset=earliest\n"
-                        "gobblin.custom.setting=1\nmy.own.thing=2\n", &c, err), KG_OK);
+                        "gobblin.custom.setting=1\nmy.own.thing=2\n",
+                        &c, err),
+            KG_OK);
   kg_log_set_file(NULL);
   kg_log_set_level(KG_LOG_ERROR);
   kg_config_destroy(c);

@@ -118,12 +118,15 @@ int main(void) {
   FILE *h = open_memstream(&history, &history_len);
   CHECK_INT(kg_state_history(s, h, 0, err), KG_OK);
   fclose(h);
-  CHECK_CONTAINS(history, "job_6                                                 -            -  DIED        the process "
-                          "ended before the run finished (killed or crashed); nothing of it was committed\n");
-  CHECK_CONTAINS(history, "job_2                                                 -            -  DIED        the process "
-                          "ended before the run finished (killed or crashed); its commit was completed\n");
+  CHECK_CONTAINS(history,
+                 "job_6                                                 -            -  DIED        the process "
+                 "ended before the run finished (killed or crashed); nothing of it was committed\n");
+  CHECK_CONTAINS(history,
+                 "job_2                                                 -            -  DIED        the process "
+                 "ended before the run finished (killed or crashed); its commit was completed\n");
   CHECK_CONTAINS(history, "job_7                                                 -            -  RUNNING");
-  CHECK_CONTAINS(history, "job_5                                                 7           70  SUCCESSFUL  1000 ms\n");
+  CHECK_CONTAINS(history,
+                 "job_5                                                 7           70  SUCCESSFUL  1000 ms\n");
   free(history);
   kg_state_close(s);
 
