@@ -251,6 +251,8 @@ static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
   _exit(1);
 }
 
+static void report_interim_metrics(const kg_job_t *job);
+
 /* One progress line of task T: its partition, records pulled of the range, rate and time left. */
 static bool progress_line(kg_task_t *t, int64_t now, kg_buf_t *out) {
   int64_t started = atomic_load(&t->unit_started_ms);
@@ -284,7 +286,7 @@ static void *watchdog(void *arg) {
   kg_watchdog_t *w = arg;
   const int64_t limit = w->job->config->batch_timeout_ms;
   const int64_t every = w->terminal ? 500 : w->job->config->progress_interval_ms;
-  int64_t last_progress = kg_mono_ms();
+  int64_t last_progress = kg_mono_ms(), last_metrics = last_progress;
   while (!atomic_load(&w->done)) {
     struct timespec pause = {0, 50 * 1000 * 1000};
     nanosleep(&pause, NULL);
@@ -306,6 +308,11 @@ static void *watchdog(void *arg) {
     if (every > 0 && now - last_progress >= every) {
       report_progress(w, now);
       last_progress = now;
+    }
+    const kg_config_t *c = w->job->config;
+    if (c->metrics_enabled && now - last_metrics >= c->metrics_interval_ms) {
+      report_interim_metrics(w->job);
+      last_metrics = now;
     }
   }
   return NULL;
@@ -432,6 +439,40 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
   return rc;
 }
 
+static char *metrics_path(const kg_job_t *job) {
+  const kg_config_t *c = job->config;
+  return *c->metrics_suffix
+             ? kg_xasprintf("%s/%s.metrics.%s.%s", c->metrics_dir, c->job_name, job->job_id, c->metrics_suffix)
+             : kg_xasprintf("%s/%s.metrics.%s", c->metrics_dir, c->job_name, job->job_id);
+}
+
+/* An interim report, every metrics.report.interval during the run: each task's records read and written
+ * and bytes written so far, appended to the metrics file (the full report follows when the run ends). */
+static void report_interim_metrics(const kg_job_t *job) {
+  const kg_config_t *c = job->config;
+  kg_buf_t out = {0};
+  for (size_t i = 0; i < job->ntasks; i++) {
+    kg_task_t *t = &job->tasks[i];
+    kg_buf_appendf(
+        &out, "{\"type\":\"metrics\",\"interim\":true,\"time\":%lld,\"context\":{\"job\":", (long long)kg_now_ms());
+    kg_json_string(&out, job->job_id);
+    kg_buf_append(&out, ",\"task\":", 8);
+    kg_json_string(&out, t->task_id);
+    kg_buf_appendf(&out, "},\"counters\":{\"%s\":%lld,\"%s\":%lld,\"%s\":%lld}}\n", KG_M_RECORDS_READ,
+                   (long long)atomic_load(&t->live_read), KG_M_RECORDS_WRITTEN,
+                   (long long)atomic_load(&t->live_written), KG_M_BYTES_WRITTEN,
+                   (long long)atomic_load(&t->live_bytes));
+  }
+  char *path = metrics_path(job);
+  char err[KG_ERRLEN];
+  FILE *f = NULL;
+  if (kg_fs_mkdirs(c->metrics_dir, err) == KG_OK) f = fopen(path, "a");
+  if (!f || fwrite(out.data ? out.data : "", 1, out.len, f) != out.len || fclose(f) != 0)
+    KG_WARN("cannot write the metrics file %s (metrics.log.dir)", path);
+  free(path);
+  kg_buf_free(&out);
+}
+
 static void write_metrics(kg_job_t *job, bool succeeded) {
   const kg_config_t *c = job->config;
   kg_buf_t out = {0};
@@ -481,12 +522,10 @@ static void write_metrics(kg_job_t *job, bool succeeded) {
   kg_buf_append(&out, "}\n", 2);
   if (job->events.len) kg_buf_append(&out, job->events.data, job->events.len);
 
-  char *path = *c->metrics_suffix
-                   ? kg_xasprintf("%s/%s.metrics.%s.%s", c->metrics_dir, c->job_name, job->job_id, c->metrics_suffix)
-                   : kg_xasprintf("%s/%s.metrics.%s", c->metrics_dir, c->job_name, job->job_id);
+  char *path = metrics_path(job);
   char err[KG_ERRLEN];
   FILE *f = NULL;
-  if (kg_fs_mkdirs(c->metrics_dir, err) == KG_OK) f = fopen(path, "w");
+  if (kg_fs_mkdirs(c->metrics_dir, err) == KG_OK) f = fopen(path, "a"); /* after any interim reports */
   if (!f || fwrite(out.data, 1, out.len, f) != out.len || fclose(f) != 0)
     KG_WARN("cannot write the metrics file %s (metrics.log.dir)", path);
   else

@@ -323,6 +323,9 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
       }
       next = (int64_t)records[keep - 1].offset + 1;
       run->task_records += keep;
+      atomic_store(&t->live_read, run->task_records);
+      atomic_store(&t->live_written, run->records_written);
+      atomic_store(&t->live_bytes, run->bytes_written);
       throttle(run, run->task_records);
     }
     if (past_high && !(allow.records >= 0 && res->records >= allow.records)) next = wu->high;

@@ -44,10 +44,13 @@ typedef struct {
   size_t nfiles;
   kg_metrics_t metrics;
   /* Shared with the job's watchdog thread. */
-  _Atomic int64_t lua_since_ms;    /* monotonic ms when the running batch call began; 0 outside Lua */
-  _Atomic(void *) lua;             /* the task's kg_lua_t while it exists, for kg_lua_interrupt */
-  atomic_bool interrupted;         /* the watchdog stopped a batch that ran too long */
-  atomic_int current_unit;         /* index in units of the partition being pulled */
+  _Atomic int64_t lua_since_ms; /* monotonic ms when the running batch call began; 0 outside Lua */
+  _Atomic(void *) lua;          /* the task's kg_lua_t while it exists, for kg_lua_interrupt */
+  atomic_bool interrupted;      /* the watchdog stopped a batch that ran too long */
+  atomic_int current_unit;      /* index in units of the partition being pulled */
+  _Atomic int64_t live_read;    /* interim metrics: records read, written and bytes written so far */
+  _Atomic int64_t live_written;
+  _Atomic int64_t live_bytes;
   _Atomic int64_t unit_records;    /* progress: records of the current unit pulled so far */
   _Atomic int64_t unit_started_ms; /* progress: monotonic start of the current unit; 0 when not pulling */
   bool succeeded;

@@ -780,6 +780,28 @@ describe("progress", function()
     assert.same(H.sorted(H.kcat_payloads(topic)), H.sorted(output(work, topic)))
   end)
 
+  it("puts interim metrics in the metrics file every metrics.report.interval, before the final report", function()
+    local work = H.workdir("interim")
+    local job = job_file(work, { topic }, { ["metrics.reporting.file.enabled"] = true,
+      ["metrics.report.interval"] = 300 }, slow_decode(25))
+    run_ok(job, work)
+    local interim, final, read = 0, 0, -1
+    for _, line in ipairs(H.metrics_lines(work .. "/metrics")) do
+      if line.type == "metrics" and line.interim then
+        assert.are.equal(0, final, "an interim report after the final one")
+        local now = line.counters["gobblin.extractor.records.read"]
+        assert.is_true(now >= read, "records read went down")
+        assert.are.equal(now, line.counters["gobblin.writer.records.written"])
+        read = now
+        interim = interim + 1
+      elseif line.type == "metrics" then
+        final = final + 1
+      end
+    end
+    assert.is_true(interim >= 2, "interim reports: " .. interim)
+    assert.are.equal(2, final) -- the task's and the job's
+  end)
+
   it("is a live status line under the log on a terminal", function()
     local work = H.workdir("progress_tty")
     local cmd = "env TERM=xterm GOBBLIN_WORK_DIR=" .. H.q(work) .. " " .. H.q(H.bin) .. " run " .. H.q(slow_job(work))
