@@ -294,16 +294,22 @@ static void *watchdog(void *arg) {
     for (size_t i = 0; i < w->job->ntasks; i++) {
       kg_task_t *t = &w->job->tasks[i];
       int64_t since = atomic_load(&t->lua_since_ms);
-      if (!since || now - since <= limit) continue;
-      if (!atomic_load(&t->interrupted)) {
-        atomic_store(&t->interrupted, true);
-        void *lua = atomic_load(&t->lua);
-        KG_WARN("Task %s: the script has run for %lld ms on one batch (script.batch.timeout.ms=%lld); stopping it",
-                t->task_id, (long long)(now - since), (long long)limit);
-        if (lua) kg_lua_interrupt(lua);
-      } else if (now - since > limit + KG_WATCHDOG_GRACE_MS) {
-        stop_run(w, t, now - since);
+      if (since == KG_LUA_INTERRUPTING) {
+        int64_t began = atomic_load(&t->interrupted_batch_ms);
+        if (now - began > limit + KG_WATCHDOG_GRACE_MS) stop_run(w, t, now - began);
+        continue;
       }
+      if (!since || now - since <= limit) continue;
+      /* Claim the batch: if the task finished it in the meantime, its exchange of lua_since_ms wins and
+       * nothing is interrupted; otherwise the task sees KG_LUA_INTERRUPTING when the batch returns. */
+      if (!atomic_compare_exchange_strong(&t->lua_since_ms, &since, KG_LUA_INTERRUPTING)) continue;
+      atomic_store(&t->interrupted_batch_ms, since);
+      atomic_store(&t->interrupted, true);
+      KG_WARN("Task %s: the script has run for %lld ms on one batch (script.batch.timeout.ms=%lld); stopping it",
+              t->task_id, (long long)(now - since), (long long)limit);
+      void *lua = atomic_load(&t->lua);
+      if (lua) kg_lua_interrupt(lua);
+      atomic_store(&t->hook_set, true);
     }
     if (every > 0 && now - last_progress >= every) {
       report_progress(w, now);

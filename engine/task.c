@@ -7,6 +7,7 @@
 #include "task.h"
 
 #include <stdatomic.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,8 +283,12 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
         char lerr[KG_ERRLEN];
         atomic_store(&t->lua_since_ms, kg_mono_ms());
         int rc = kg_lua_process(lua, &batch, lerr);
-        atomic_store(&t->lua_since_ms, 0);
-        kg_lua_clear_interrupt(lua);
+        if (atomic_exchange(&t->lua_since_ms, 0) == KG_LUA_INTERRUPTING) {
+          /* The watchdog claimed this batch: wait until its hook is set, then remove it if it did not fire. */
+          while (!atomic_load(&t->hook_set))
+            sched_yield();
+          kg_lua_clear_interrupt(lua);
+        }
         if (run->write_rc) return kg_fail(errbuf, run->write_rc, "%s", run->write_error);
         /* A batch the watchdog had to stop (script.batch.timeout.ms) is a broken script, not a bad record. */
         if (atomic_load(&t->interrupted))

@@ -9,6 +9,9 @@
 #include "metrics.h"
 #include "workunit.h"
 
+/* lua_since_ms while the watchdog interrupts the running batch. */
+#define KG_LUA_INTERRUPTING (-1)
+
 /* What a task did with one work unit. */
 typedef struct {
   int64_t actual_high; /* the next offset after what was pulled */
@@ -44,11 +47,14 @@ typedef struct {
   size_t nfiles;
   kg_metrics_t metrics;
   /* Shared with the job's watchdog thread. */
-  _Atomic int64_t lua_since_ms; /* monotonic ms when the running batch call began; 0 outside Lua */
-  _Atomic(void *) lua;          /* the task's kg_lua_t while it exists, for kg_lua_interrupt */
-  atomic_bool interrupted;      /* the watchdog stopped a batch that ran too long */
-  atomic_int current_unit;      /* index in units of the partition being pulled */
-  _Atomic int64_t live_read;    /* interim metrics: records read, written and bytes written so far */
+  _Atomic int64_t lua_since_ms;         /* monotonic ms when the running batch call began; 0 outside Lua;
+                                           KG_LUA_INTERRUPTING once the watchdog has claimed the batch */
+  _Atomic(void *) lua;                  /* the task's kg_lua_t while it exists, for kg_lua_interrupt */
+  atomic_bool interrupted;              /* the watchdog stopped a batch that ran too long */
+  atomic_bool hook_set;                 /* the watchdog has set the interrupt hook of the batch it claimed */
+  _Atomic int64_t interrupted_batch_ms; /* when the claimed batch began */
+  atomic_int current_unit;              /* index in units of the partition being pulled */
+  _Atomic int64_t live_read;            /* interim metrics: records read, written and bytes written so far */
   _Atomic int64_t live_written;
   _Atomic int64_t live_bytes;
   _Atomic int64_t unit_records;    /* progress: records of the current unit pulled so far */
