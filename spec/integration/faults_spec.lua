@@ -34,20 +34,7 @@ local function job(label, brokers, topic, props, extra)
   return c
 end
 
--- The records TOPIC:PARTITION gets in the tests below: "<topic>-<partition>-<offset>" for offsets FROM..TO.
-local function records(topic, partition, from, to)
-  local t = {}
-  for i = from, to do t[#t + 1] = string.format("%s-%d-%d", topic, partition, i) end
-  return t
-end
-
-local function concat(...)
-  local t = {}
-  for _, list in ipairs({ ... }) do
-    for _, v in ipairs(list) do t[#t + 1] = v end
-  end
-  return t
-end
+local records, concat = H.records, H.concat
 
 -- Produces LINES to TOPIC:PARTITION at BROKER one record batch per record, so that a consumer that asks for
 -- little gets little at a time and needs the broker all along.

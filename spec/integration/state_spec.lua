@@ -4,20 +4,7 @@
 -- in the history; the next run starts where they said. Offsets are checked against kcat and sqlite3.
 local H = require("support.harness")
 
--- "<topic>-<partition>-<offset>" for offsets FROM..TO: the records of the tests below.
-local function records(topic, partition, from, to)
-  local t = {}
-  for i = from, to do t[#t + 1] = string.format("%s-%d-%d", topic, partition, i) end
-  return t
-end
-
-local function concat(...)
-  local t = {}
-  for _, list in ipairs({ ... }) do
-    for _, v in ipairs(list) do t[#t + 1] = v end
-  end
-  return t
-end
+local records, concat = H.records, H.concat
 
 -- A topic of PARTITIONS partitions holding COUNTS[p + 1] records in partition p.
 local function topic_with(label, counts)

@@ -143,22 +143,29 @@ function H.job_pull(dir, text, name)
   return path
 end
 
--- Every file under DIR (recursively), sorted.
-function H.files(dir)
-  local _, out = H.sh("cd " .. H.q(dir) .. " 2>/dev/null && find . -type f | sort")
+-- The files under DIR, sorted, as paths relative to it: every one, or with TOP only those directly in it.
+local function list_files(dir, top)
+  local depth = top and " -mindepth 1 -maxdepth 1" or ""
+  local _, out = H.sh("cd " .. H.q(dir) .. " 2>/dev/null && find ." .. depth .. " -type f | sort")
   local files = {}
   for line in out:gmatch("[^\n]+") do files[#files + 1] = line:gsub("^%./", "") end
   return files
 end
 
--- The lines of every file under DIR, concatenated in file-name order.
-function H.output_lines(dir)
+-- The lines of FILES (relative to DIR), concatenated in that order.
+local function lines_of(dir, files)
   local lines = {}
-  for _, f in ipairs(H.files(dir)) do
+  for _, f in ipairs(files) do
     for line in (slurp(dir .. "/" .. f) or ""):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
   end
   return lines
 end
+
+-- Every file under DIR (recursively), sorted.
+function H.files(dir) return list_files(dir, false) end
+
+-- The lines of every file under DIR, concatenated in file-name order.
+function H.output_lines(dir) return lines_of(dir, H.files(dir)) end
 
 -- Sorted copy of an array.
 function H.sorted(t)
@@ -394,21 +401,10 @@ function H.kcat_lines(topic, format)
 end
 
 -- The files directly in DIR (not in its subfolders, such as _errors), sorted.
-function H.top_files(dir)
-  local _, out = H.sh("cd " .. H.q(dir) .. " 2>/dev/null && find . -mindepth 1 -maxdepth 1 -type f | sort")
-  local files = {}
-  for line in out:gmatch("[^\n]+") do files[#files + 1] = line:gsub("^%./", "") end
-  return files
-end
+function H.top_files(dir) return list_files(dir, true) end
 
 -- The lines of the files directly in DIR (not in its subfolders), in file-name order.
-function H.top_lines(dir)
-  local lines = {}
-  for _, f in ipairs(H.top_files(dir)) do
-    for line in (slurp(dir .. "/" .. f) or ""):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
-  end
-  return lines
-end
+function H.top_lines(dir) return lines_of(dir, H.top_files(dir)) end
 
 -- Every line of the files directly in DIR decoded with cjson, in file-name then line order: the JSON
 -- records a job wrote to one output folder.
@@ -492,6 +488,22 @@ function H.load_line(log)
   local min, max, spread = log:match("INFO Min load of a task = ([%d%.]+); max load of a task = ([%d%.]+); spread = ([%d%.]+)%%")
   if not min then return nil end
   return { min = tonumber(min), max = tonumber(max), spread = spread }
+end
+
+-- Records with payloads "<topic>-<partition>-<offset>" for offsets FROM..TO of TOPIC:PARTITION.
+function H.records(topic, partition, from, to)
+  local t = {}
+  for i = from, to do t[#t + 1] = string.format("%s-%d-%d", topic, partition, i) end
+  return t
+end
+
+-- The arrays given, one after the other, in one new array.
+function H.concat(...)
+  local t = {}
+  for _, list in ipairs({ ... }) do
+    for _, v in ipairs(list) do t[#t + 1] = v end
+  end
+  return t
 end
 
 -- A topic of one partition holding LINES; returns its (unique) name.
