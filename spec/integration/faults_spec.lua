@@ -6,16 +6,7 @@
 -- the stored offsets (sqlite3) where they should be.
 local H = require("support.harness")
 
--- decodeRecord busy-waiting MS milliseconds per record (the engine's monotonic clock: wall time, whatever else runs).
-local function busy_decode(ms)
-  return table.concat({
-    "  decodeRecord = function(record)",
-    string.format("    local done = require('gobblin.ffi').C.kg_ffi_mono_ms() + %d", math.ceil(ms) + 1),
-    "    while require('gobblin.ffi').C.kg_ffi_mono_ms() < done do end",
-    "    return record",
-    "  end,",
-  }, "\n")
-end
+local busy_decode = H.slow_decode
 
 -- A work dir and a job.lua pulling TOPIC from BROKERS into job-output/<topic>, with PROPS added and EXTRA
 -- (Lua text) appended to the table.

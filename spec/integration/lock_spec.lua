@@ -20,13 +20,7 @@ local function slow_job(label, lock_enabled)
     ["topic.whitelist"] = c.topic,
     ["bootstrap.with.offset"] = "earliest",
     ["writer.file.path.type"] = "tablename",
-  }, table.concat({
-    "  decodeRecord = function(record)",
-    "    local done = require('gobblin.ffi').C.kg_ffi_mono_ms() + 301",
-    "    while require('gobblin.ffi').C.kg_ffi_mono_ms() < done do end",
-    "    return record",
-    "  end,",
-  }, "\n"))
+  }, H.slow_decode(300))
   return c
 end
 

@@ -22,17 +22,7 @@ local function job_file(dir, topics, props, extra)
   return H.job_lua(dir, p, extra)
 end
 
--- A decodeRecord that busy-waits MS milliseconds on each record (of TOPIC only, when given).
-local function slow_decode(ms, topic)
-  return table.concat({
-    "  decodeRecord = function(msg)",
-    topic and string.format("    if msg:topic() ~= %q then return msg end", topic) or "    -- every topic",
-    string.format("    local done = require('gobblin.ffi').C.kg_ffi_mono_ms() + %d", math.ceil(ms) + 1),
-    "    while require('gobblin.ffi').C.kg_ffi_mono_ms() < done do end",
-    "    return msg",
-    "  end,",
-  }, "\n")
-end
+local slow_decode = H.slow_decode
 
 local run_ok = H.run_ok
 

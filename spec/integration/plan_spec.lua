@@ -207,13 +207,7 @@ describe("kingest plan", function()
 
   it("works while a run of the same job holds the lock, and the run goes on", function()
     local work = H.workdir("plan_locked")
-    local job = job_file(work, topics, {}, table.concat({
-      "  decodeRecord = function(record)",
-      "    local done = require('gobblin.ffi').C.kg_ffi_mono_ms() + 101",
-      "    while require('gobblin.ffi').C.kg_ffi_mono_ms() < done do end",
-      "    return record",
-      "  end,",
-    }, "\n"))
+    local job = job_file(work, topics, {}, H.slow_decode(100))
     local running = H.spawn({ "run", job }, { GOBBLIN_WORK_DIR = work }, work .. "/running")
     local pulling = H.wait_until(function() return H.stderr_of(running):find("Pulling partition", 1, true) end, 10)
     assert.truthy(pulling, H.stderr_of(running))

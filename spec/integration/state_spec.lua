@@ -369,13 +369,7 @@ end)
 describe("editing the state of a job", function()
   it("refuses while a run of the job holds its lock, with status 3 and a clear message, and changes nothing", function()
     local topic = topic_with("busy", { 3 })
-    local c = job("busy", topic, nil, table.concat({
-      "  decodeRecord = function(record)",
-      "    local done = require('gobblin.ffi').C.kg_ffi_mono_ms() + 301",
-      "    while require('gobblin.ffi').C.kg_ffi_mono_ms() < done do end",
-      "    return record",
-      "  end,",
-    }, "\n"))
+    local c = job("busy", topic, nil, H.slow_decode(300))
     run_ok(c) -- offset 3 stored
     H.produce(topic, records(topic, 0, 3, 12), 0)
     local p = H.spawn({ "run", c.file }, { GOBBLIN_WORK_DIR = c.work }, c.work .. "/slow")

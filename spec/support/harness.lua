@@ -506,6 +506,19 @@ function H.concat(...)
   return t
 end
 
+-- A job.lua `decodeRecord` entry that busy-waits at least MS milliseconds per record (on the engine's
+-- monotonic clock: wall time, whatever else runs) and hands the record on; with TOPIC, only that topic's.
+function H.slow_decode(ms, topic)
+  return table.concat({
+    "  decodeRecord = function(msg)",
+    topic and string.format("    if msg:topic() ~= %q then return msg end", topic) or "    -- every topic",
+    string.format("    local done = require('gobblin.ffi').C.kg_ffi_mono_ms() + %d", math.ceil(ms) + 1),
+    "    while require('gobblin.ffi').C.kg_ffi_mono_ms() < done do end",
+    "    return msg",
+    "  end,",
+  }, "\n")
+end
+
 -- A topic of one partition holding LINES; returns its (unique) name.
 function H.topic_with(name, lines)
   local topic = H.unique(name)
