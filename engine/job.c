@@ -244,7 +244,8 @@ static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
                    t->task_id, (long long)elapsed, wu->topic, wu->partition, (long long)job->config->batch_timeout_ms);
   KG_ERROR("%s", msg);
   char err[KG_ERRLEN];
-  if (kg_state_run_end(w->state, job->job_id, kg_now_ms(), 0, 0, "FAILED", msg, err)) KG_WARN("%s", err);
+  kg_run_counts_t none = {0};
+  if (kg_state_run_end(w->state, job->job_id, kg_now_ms(), &none, "FAILED", msg, err)) KG_WARN("%s", err);
   if (kg_fs_remove_tree(job->job_dir, err)) KG_WARN("%s", err);
   fprintf(stderr, "kingest: %s\n", msg);
   fflush(stderr);
@@ -663,8 +664,14 @@ out:
   if (c->metrics_enabled && rc != KG_ELOCKED) write_metrics(&job, rc == KG_OK);
   if (state && run_recorded) {
     char err[KG_ERRLEN];
-    if (kg_state_run_end(state, job.job_id, kg_now_ms(), kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN),
-                         kg_metrics_get(&job.metrics, KG_M_BYTES_WRITTEN),
+    kg_run_counts_t counts = {
+        .read = (int64_t)kg_metrics_get(&job.metrics, KG_M_RECORDS_READ),
+        .written = (int64_t)kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN),
+        .bytes = (int64_t)kg_metrics_get(&job.metrics, KG_M_BYTES_WRITTEN),
+        .skipped = (int64_t)kg_metrics_get(&job.metrics, KG_M_RECORDS_SKIPPED),
+        .quarantined = (int64_t)kg_metrics_get(&job.metrics, KG_M_QUARANTINED),
+    };
+    if (kg_state_run_end(state, job.job_id, kg_now_ms(), &counts,
                          rc        ? "FAILED"
                          : partial ? "PARTIAL"
                                    : "SUCCESSFUL",

@@ -39,6 +39,43 @@ static const char *schema =
     "  has_stats INTEGER NOT NULL, avg_record_millis REAL, avg_record_size REAL, records_pulled INTEGER,"
     "  PRIMARY KEY(job_id, topic, partition));";
 
+/* Columns added after the first release, each with the type it is added with: a database made by an older
+ * kingest gets them when it is opened for writing, and keeps every row. */
+static const struct {
+  const char *table, *column, *type;
+} added_columns[] = {
+    {"runs", "records_read", "INTEGER"},
+    {"runs", "skipped", "INTEGER"},
+    {"runs", "quarantined", "INTEGER"},
+};
+
+/* True when TABLE has COLUMN. */
+static bool has_column(sqlite3 *db, const char *table, const char *column) {
+  char *sql = kg_xasprintf("SELECT 1 FROM pragma_table_info('%s') WHERE name = ?", table);
+  sqlite3_stmt *st;
+  bool found = false;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, column, -1, SQLITE_TRANSIENT);
+    found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+  }
+  free(sql);
+  return found;
+}
+
+/* Brings an older database up to date (see added_columns); SQL errors go to *ERR. */
+static int migrate(sqlite3 *db, char **err) {
+  for (size_t i = 0; i < sizeof added_columns / sizeof added_columns[0]; i++) {
+    if (has_column(db, added_columns[i].table, added_columns[i].column)) continue;
+    char *sql = kg_xasprintf("ALTER TABLE %s ADD COLUMN %s %s", added_columns[i].table, added_columns[i].column,
+                             added_columns[i].type);
+    int rc = sqlite3_exec(db, sql, NULL, NULL, err);
+    free(sql);
+    if (rc != SQLITE_OK) return rc;
+  }
+  return SQLITE_OK;
+}
+
 static int db_fail(kg_state_t *s, char *errbuf, const char *what) {
   return kg_fail(errbuf, KG_ESTATE, "state store %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 }
@@ -71,7 +108,7 @@ int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **ou
   sqlite3_busy_timeout(s->db, 10000);
   char *err = NULL;
   if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, &err) != SQLITE_OK ||
-      sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK) {
+      sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK || migrate(s->db, &err) != SQLITE_OK) {
     int rc = kg_fail(errbuf, KG_ESTATE, "state store %s: %s", path, err ? err : "cannot initialise");
     sqlite3_free(err);
     kg_state_close(s);
@@ -337,19 +374,23 @@ int kg_state_runs_died(kg_state_t *s, const char *job_id, char *errbuf) {
   return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the run");
 }
 
-int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, int64_t records, int64_t bytes,
+int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, const kg_run_counts_t *counts,
                      const char *result, const char *message, char *errbuf) {
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(
-          s->db, "UPDATE runs SET ended_ms = ?, records = ?, bytes = ?, result = ?, message = ? WHERE job_id = ?", -1,
-          &st, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(s->db,
+                         "UPDATE runs SET ended_ms = ?, records = ?, bytes = ?, records_read = ?, skipped = ?,"
+                         " quarantined = ?, result = ?, message = ? WHERE job_id = ?",
+                         -1, &st, NULL) != SQLITE_OK)
     return db_fail(s, errbuf, "cannot record the run");
   sqlite3_bind_int64(st, 1, ended_ms);
-  sqlite3_bind_int64(st, 2, records);
-  sqlite3_bind_int64(st, 3, bytes);
-  sqlite3_bind_text(st, 4, result, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 5, message ? message : "", -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 6, job_id, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 2, counts->written);
+  sqlite3_bind_int64(st, 3, counts->bytes);
+  sqlite3_bind_int64(st, 4, counts->read);
+  sqlite3_bind_int64(st, 5, counts->skipped);
+  sqlite3_bind_int64(st, 6, counts->quarantined);
+  sqlite3_bind_text(st, 7, result, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 8, message ? message : "", -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 9, job_id, -1, SQLITE_TRANSIENT);
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the run");

@@ -69,7 +69,16 @@ int kg_state_history(kg_state_t *state, FILE *out, int limit, char *errbuf);
 
 /* Run history. */
 int kg_state_run_begin(kg_state_t *state, const char *job_id, int64_t started_ms, char *errbuf);
-int kg_state_run_end(kg_state_t *state, const char *job_id, int64_t ended_ms, int64_t records, int64_t bytes,
+/* What a run did with the records it read: read = written + skipped + quarantined + filtered by the script. */
+typedef struct {
+  int64_t read;        /* records read from Kafka */
+  int64_t written;     /* records written to the output */
+  int64_t bytes;       /* bytes written to the output */
+  int64_t skipped;     /* records that failed in the script and were skipped, plus records deleted under the reader */
+  int64_t quarantined; /* records that failed in the script and went to <FP>/_errors */
+} kg_run_counts_t;
+
+int kg_state_run_end(kg_state_t *state, const char *job_id, int64_t ended_ms, const kg_run_counts_t *counts,
                      const char *result, const char *message, char *errbuf);
 /* Records the runs other than JOB_ID still marked RUNNING as DIED (killed, or the machine stopped), saying
  * whether their commit was completed. Only for a run that holds the job lock: no other run is alive then. */

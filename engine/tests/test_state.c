@@ -105,7 +105,8 @@ int main(void) {
   CHECK_INT(kg_state_commit_abort(s, "job_4", err), KG_OK);
 
   CHECK_INT(kg_state_run_begin(s, "job_5", 1000, err), KG_OK);
-  CHECK_INT(kg_state_run_end(s, "job_5", 2000, 7, 70, "SUCCESSFUL", NULL, err), KG_OK);
+  kg_run_counts_t counts = {.read = 9, .written = 7, .bytes = 70, .skipped = 1, .quarantined = 1};
+  CHECK_INT(kg_state_run_end(s, "job_5", 2000, &counts, "SUCCESSFUL", NULL, err), KG_OK);
 
   /* Runs left RUNNING by a dead process are recorded as DIED by the next run, saying whether their commit was
    * completed (job_2's was: the stored partition names it); finished runs and the current one keep theirs. */
