@@ -5,10 +5,14 @@
  * high watermark, consume_stop.
  *
  * The prefetch queue is bounded (queued.min.messages, queued.max.messages.kbytes) so that memory stays small
- * whatever the backlog. librdkafka 2.0 looks at a full queue again only a second after it filled, so a
- * reader that drains it faster would wait most of that second: when a short wait brings nothing, the
- * engine restarts the partition's fetcher at the next offset, which fetches at once. The queue is empty
- * then, so nothing is fetched twice or skipped. */
+ * whatever the backlog. Once the queue reaches a bound, librdkafka 2.0's fetcher stops and looks at the queue
+ * again only when its broker thread next wakes up, up to a second later, so a reader that drains the queue
+ * faster would wait most of that second. So when the queue has been seen at a bound and then stays empty for a
+ * short wait, the engine restarts the partition's fetcher at the next offset, which fetches at once (nothing
+ * is fetched twice or skipped: the queue is empty). Only then: a restart also throws away a fetch in flight,
+ * and on a far or slow broker, behind a quota or with a broker-side fetch wait (fetch.min.bytes and
+ * fetch.wait.max.ms), an answer may take longer than any short wait. Since the queue must fill again before the
+ * next restart, every restart follows progress. */
 #include "kafka.h"
 
 #include <librdkafka/rdkafka.h>
@@ -19,7 +23,7 @@
 #ifndef KG_PREFETCH_RECORDS
 #define KG_PREFETCH_RECORDS "50000"
 #endif
-#define KG_FIRST_WAIT_MS 25 /* how long an empty queue may stay empty before the fetcher is restarted */
+#define KG_FIRST_WAIT_MS 25 /* how long a drained full queue may stay empty before the fetcher is restarted */
 
 struct kg_kafka {
   rd_kafka_t *rk;
@@ -32,6 +36,10 @@ struct kg_kafka {
   rd_kafka_message_t **msgs; /* the last batch, destroyed on the next fetch */
   int nmsgs;
   int msgs_cap;
+  rd_kafka_queue_t *queue; /* the partition's prefetch queue, to see how full it is */
+  bool queue_filled;       /* the queue reached a bound since the fetcher (re)started: it may be stopped */
+  int64_t queue_max_records; /* the bounds in force: queued.min.messages */
+  int64_t queue_max_bytes;   /* and queued.max.messages.kbytes, in bytes */
   char *pending_error; /* an error that followed records already handed over; reported by the next fetch */
   int pending_rc;
   int64_t next_offset; /* the offset after the last record handed over */
@@ -78,6 +86,15 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
     return rc;
   }
   rd_kafka_conf_set_log_cb(conf, log_cb);
+  /* The bounds in force, after any kafka.consumer.* override. */
+  int64_t max_records = 0, max_kbytes = 0;
+  char value[64];
+  size_t value_size = sizeof value;
+  if (rd_kafka_conf_get(conf, "queued.min.messages", value, &value_size) == RD_KAFKA_CONF_OK)
+    kg_parse_int64(value, &max_records);
+  value_size = sizeof value;
+  if (rd_kafka_conf_get(conf, "queued.max.messages.kbytes", value, &value_size) == RD_KAFKA_CONF_OK)
+    kg_parse_int64(value, &max_kbytes);
   char err[512];
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (!rk) {
@@ -89,6 +106,8 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   k->metadata_timeout_ms = config->metadata_timeout_ms;
   k->brokers = kg_xstrdup(config->brokers);
   k->partition = -1;
+  k->queue_max_records = max_records > 0 ? max_records : 1;
+  k->queue_max_bytes = max_kbytes > 0 ? max_kbytes * 1024 : 1;
   *out = k;
   return KG_OK;
 }
@@ -217,7 +236,22 @@ int kg_kafka_fetch_start(kg_kafka_t *k, const char *topic, int32_t partition, in
   k->topic = kg_xstrdup(topic);
   k->partition = partition;
   k->next_offset = offset;
+  k->queue = rd_kafka_queue_get_partition(k->rk, topic, partition);
+  k->queue_filled = false;
   return KG_OK;
+}
+
+/* Notes whether the prefetch queue was at one of its bounds before the batch of GOT messages was taken from it
+ * (REMAINING are still in it): then the fetcher may have stopped. The byte bound is estimated from the batch's
+ * average size, with a margin: a wrong guess costs one restart after the queue filled, never progress. */
+static void note_queue_level(kg_kafka_t *k, size_t got, size_t remaining, size_t batch_bytes) {
+  size_t before = got + remaining;
+  if ((int64_t)before >= k->queue_max_records) {
+    k->queue_filled = true;
+  } else if (got > 0) {
+    double estimate = (double)batch_bytes / (double)got * (double)before;
+    if (estimate >= 0.8 * (double)k->queue_max_bytes) k->queue_filled = true;
+  }
 }
 
 int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms, int64_t *eof_offset, char *errbuf) {
@@ -233,16 +267,24 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     k->msgs = kg_xrealloc(k->msgs, (size_t)max * sizeof *k->msgs);
     k->msgs_cap = max;
   }
-  int first = timeout_ms > KG_FIRST_WAIT_MS ? KG_FIRST_WAIT_MS : timeout_ms;
+  /* After the queue was full, wait briefly first: an empty queue then means a stopped fetcher. */
+  int first = k->queue_filled && timeout_ms > KG_FIRST_WAIT_MS ? KG_FIRST_WAIT_MS : timeout_ms;
   ssize_t got = rd_kafka_consume_batch(k->rkt, k->partition, first, k->msgs, (size_t)max);
   if (got == 0 && timeout_ms > first) {
-    /* Nothing queued: the fetcher may be sitting out librdkafka's one-second backoff after the queue was
-     * full. Restart it where the reader is, so it fetches now (see the top of this file). */
+    /* The queue filled and has run dry: restart the fetcher where the reader is, so it fetches now (see the
+     * top of this file). */
     rd_kafka_consume_stop(k->rkt, k->partition);
     if (rd_kafka_consume_start(k->rkt, k->partition, k->next_offset) == -1)
       return kg_fail(errbuf, KG_EKAFKA, "cannot restart reading %s:%d at offset %lld: %s", k->topic, k->partition,
                      (long long)k->next_offset, rd_kafka_err2str(rd_kafka_last_error()));
+    k->queue_filled = false;
     got = rd_kafka_consume_batch(k->rkt, k->partition, timeout_ms - first, k->msgs, (size_t)max);
+  }
+  if (got > 0 && k->queue) {
+    size_t batch_bytes = 0;
+    for (ssize_t i = 0; i < got; i++)
+      batch_bytes += k->msgs[i]->len;
+    note_queue_level(k, (size_t)got, rd_kafka_queue_length(k->queue), batch_bytes);
   }
   if (got < 0)
     return kg_fail(errbuf, KG_EKAFKA, "fetch from %s:%d failed: %s", k->topic, k->partition,
@@ -286,6 +328,10 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
 
 void kg_kafka_fetch_stop(kg_kafka_t *k) {
   release_batch(k);
+  if (k->queue) {
+    rd_kafka_queue_destroy(k->queue);
+    k->queue = NULL;
+  }
   if (k->rkt) {
     rd_kafka_consume_stop(k->rkt, k->partition);
     rd_kafka_topic_destroy(k->rkt);
