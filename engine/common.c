@@ -24,6 +24,7 @@ const char *kg_err2str(int err) {
   case KG_ENOMEM: return "out of memory";
   case KG_ENOTFOUND: return "not found";
   case KG_ERANGE: return "offset out of range";
+  case KG_EBUDGET: return "over the error budget";
   default: return "unknown error";
   }
 }
@@ -245,3 +246,31 @@ void kg_crash_point(const char *name) {
     kill(getpid(), SIGKILL);
   }
 }
+
+static volatile sig_atomic_t stop_signal;
+
+/* Async-signal-safe: the first signal is noted (the run polls it); a second one takes the default action, which
+ * ends the process, as a user pressing Ctrl-C twice expects. */
+static void on_stop_signal(int sig) {
+  if (stop_signal) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  stop_signal = sig;
+  static const char msg[] = "kingest: stopping: finishing the batches in hand and committing what was completely "
+                            "written (signal again to stop at once)\n";
+  ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)ignored;
+}
+
+void kg_stop_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+}
+
+int kg_stop_signal(void) { return stop_signal; }

@@ -41,6 +41,10 @@ static const kg_property_doc_t property_docs[] = {
     {"state.store.fs.uri", "file:///", "File system of the state store; file:/// in standalone mode.", 0},
     {"fs.uri", "file:///", "Default file system; file:/// in standalone mode.", 0},
     {"mr.job.max.mappers", "100", "Number of tasks the work units are packed into.", 0},
+    {"job.fail.on.partial", "false",
+     "A run that committed but stopped short of some partitions' high watermarks (fetch errors) exits with status 4 "
+     "instead of 0.",
+     0},
     {"job.commit.policy", "full",
      "full: publish only when every task succeeded; successful: publish and commit the tasks that succeeded.", 0},
     {"extract.limit.enabled", "false", "Limit each task by time, rate or count (extract.limit.type).", 0},
@@ -80,7 +84,15 @@ static const kg_property_doc_t property_docs[] = {
      "A record whose decodeRecord or a converter fails: skip (counted), fail, or quarantine (written with its error to "
      "<FP>/_errors).",
      0},
-    {"task.skip.error.records", "-1", "How many records that failed in the script a task may skip; -1 unlimited.", 0},
+    {"task.skip.error.records", NULL,
+     "How many records that failed in the script (skipped or quarantined) a task may have; -1 unlimited. Not set: "
+     "a converter failure fails the task (as in Gobblin), decodeRecord failures are bounded by decode.error.max.ratio "
+     "only.",
+     0},
+    {"decode.error.max.ratio", "0.1",
+     "Largest share of a task's records that may fail in the script (skipped or quarantined); above it the task "
+     "fails and no offset moves. 1 for no limit.",
+     0},
     {"progress.interval.ms", "5000", "Milliseconds between progress lines in a log (not a terminal); 0 for none.", 0},
     {"script.batch.timeout.ms", "60000",
      "Longest time one batch may spend in the script; a script past it is stopped and the run fails.", 0},
@@ -493,7 +505,9 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   static const char *const policies[] = {"skip", "fail", "quarantine", NULL};
   if ((rc = enum_prop(props, "decode.error.policy", KG_ERRORS_SKIP, policies, &e, errbuf))) goto done;
   c->decode_errors = (kg_error_policy_t)e;
+  c->skip_error_limit_set = kg_props_get(props, "task.skip.error.records") != NULL;
   if ((rc = int_prop(props, "task.skip.error.records", -1, -1, INT64_MAX, &c->skip_error_limit, errbuf))) goto done;
+  if ((rc = double_prop(props, "decode.error.max.ratio", 0.1, 0, 1, &c->error_max_ratio, errbuf))) goto done;
   if ((rc = int_prop(props, "script.batch.timeout.ms", 60000, 10, INT64_MAX, &c->batch_timeout_ms, errbuf))) goto done;
   if ((rc = int_prop(props, "progress.interval.ms", 5000, 0, INT64_MAX, &c->progress_interval_ms, errbuf))) goto done;
 
@@ -510,6 +524,7 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   static const char *const commit_policies[] = {"full", "successful", NULL};
   if ((rc = enum_prop(props, "job.commit.policy", 0, commit_policies, &e, errbuf))) goto done;
   c->commit_policy = (kg_commit_policy_t)e;
+  if ((rc = bool_prop(props, "job.fail.on.partial", false, &c->fail_on_partial, errbuf))) goto done;
 
   /* Tasks. */
   if ((rc = int_prop(props, "mr.job.max.mappers", 100, 1, 100000, &n, errbuf))) goto done;

@@ -58,7 +58,10 @@ typedef struct {
   int batch_size;                  /* kafka.fetch.batch.size: records handed to Lua per call */
   char *source;                    /* "kafka_simple" or "lua" (decodeRecord from the job file) */
   kg_error_policy_t decode_errors; /* decode.error.policy */
-  int64_t skip_error_limit;        /* task.skip.error.records, -1 unlimited */
+  int64_t skip_error_limit;        /* task.skip.error.records, -1 unlimited; see skip_error_limit_set */
+  bool skip_error_limit_set;       /* given: bounds every script failure; not given: converters 0, decode unlimited */
+  double error_max_ratio;          /* decode.error.max.ratio: most failed records per record a task may read */
+  bool fail_on_partial;            /* job.fail.on.partial: a run that stopped short of a high watermark fails */
   int64_t progress_interval_ms;    /* progress.interval.ms: progress log lines when stderr is not a terminal */
   int64_t batch_timeout_ms;        /* script.batch.timeout.ms: longest one call into the script may run */
 } kg_config_t;

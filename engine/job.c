@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -541,8 +542,61 @@ static void write_metrics(kg_job_t *job, bool succeeded) {
   kg_buf_free(&out);
 }
 
-int kg_job_run(const kg_config_t *c, char *errbuf) {
+/* One WARN line for a run in which records failed in the script or were deleted before they were read: the
+ * counts per partition and the first error, so that no run skips records quietly. */
+static void warn_failed_records(const kg_job_t *job) {
+  int64_t skipped = 0, quarantined = 0, deleted = 0, read = 0;
+  size_t nparts = 0;
+  kg_buf_t parts = {0};
+  const char *first = NULL;
+  for (size_t i = 0; i < job->ntasks; i++) {
+    const kg_task_t *t = &job->tasks[i];
+    if (!t->results) continue;
+    if (!first && t->first_error[0]) first = t->first_error;
+    for (size_t u = 0; u < t->nunits; u++) {
+      const kg_unit_result_t *r = &t->results[u];
+      read += r->records;
+      if (!r->skipped && !r->quarantined && !r->deleted) continue;
+      int64_t s = r->skipped;
+      skipped += s;
+      quarantined += r->quarantined;
+      deleted += r->deleted;
+      if (nparts++ >= 20) continue;
+      kg_buf_appendf(&parts, "%s%s:%d ", parts.len ? ", " : "", t->units[u]->topic, t->units[u]->partition);
+      const char *sep = "";
+      if (s) kg_buf_appendf(&parts, "%s%lld skipped", sep, (long long)s), sep = " ";
+      if (r->quarantined) kg_buf_appendf(&parts, "%s%lld quarantined", sep, (long long)r->quarantined), sep = " ";
+      if (r->deleted) kg_buf_appendf(&parts, "%s%lld deleted before read", sep, (long long)r->deleted);
+    }
+  }
+  if (nparts)
+    KG_WARN("Of %lld records read, %lld failed in the script and were skipped, %lld were quarantined; %lld were "
+            "deleted before they were read: %s%s%s%s",
+            (long long)read, (long long)skipped, (long long)quarantined, (long long)deleted, parts.data,
+            nparts > 20 ? ", ..." : "", first ? "; first failure: " : "", first ? first : "");
+  kg_buf_free(&parts);
+}
+
+/* Sums what the tasks' partitions did for the run history. */
+static kg_run_counts_t run_counts(const kg_job_t *job) {
+  kg_run_counts_t n = {
+      .read = (int64_t)kg_metrics_get(&job->metrics, KG_M_RECORDS_READ),
+      .written = (int64_t)kg_metrics_get(&job->metrics, KG_M_RECORDS_WRITTEN),
+      .bytes = (int64_t)kg_metrics_get(&job->metrics, KG_M_BYTES_WRITTEN),
+  };
+  for (size_t i = 0; i < job->ntasks; i++)
+    for (size_t u = 0; job->tasks[i].results && u < job->tasks[i].nunits; u++) {
+      const kg_unit_result_t *r = &job->tasks[i].results[u];
+      n.skipped += r->skipped;
+      n.quarantined += r->quarantined;
+      n.deleted += r->deleted;
+    }
+  return n;
+}
+
+int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   kg_job_t job = {.config = c};
+  *outcome = KG_OUTCOME_SUCCESSFUL;
   job.start_ms = kg_now_ms();
   job.job_id = kg_xasprintf("job_%s_%lld", c->job_name, (long long)job.start_ms);
   time_t secs = (time_t)(job.start_ms / 1000);
@@ -553,7 +607,6 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
   kg_lock_t *lock = NULL;
   kg_state_t *state = NULL;
   bool run_recorded = false;
-  bool partial = false; /* committed, but some partitions stopped short after fetch errors */
   int rc = KG_OK;
 
   KG_INFO("Starting job %s (%s) from %s", c->job_name, job.job_id, c->job_file);
@@ -594,6 +647,10 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
     snprintf(md, sizeof md, "{\"workUnits\":%zu}", job.nunits);
     event(&job, "WorkUnitsCreated", md);
   }
+  if (kg_stop_signal()) { /* nothing was pulled yet: nothing to commit */
+    *outcome = KG_OUTCOME_STOPPED;
+    goto out;
+  }
   int64_t run_start = kg_mono_ms();
   run_tasks(&job, state);
   {
@@ -602,10 +659,12 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
     event(&job, "JobRunTimer", md);
   }
   size_t failed = 0;
+  int task_rc = KG_OK; /* the first failed task's error; KG_EBUDGET wins, so that its exit status shows */
   for (size_t i = 0; i < job.ntasks; i++) {
     kg_metrics_merge(&job.metrics, &job.tasks[i].metrics);
     if (!job.tasks[i].succeeded) {
       if (!failed) kg_fail(errbuf, KG_EINVAL, "task %s failed: %s", job.tasks[i].task_id, job.tasks[i].error);
+      if (!failed || job.tasks[i].rc == KG_EBUDGET) task_rc = job.tasks[i].rc ? job.tasks[i].rc : KG_EINVAL;
       failed++;
     }
   }
@@ -616,7 +675,7 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
       snprintf(errbuf + n, KG_ERRLEN - n, " (and %zu more failed tasks)", failed - 1);
     }
     if (c->commit_policy == KG_COMMIT_FULL) {
-      rc = KG_EINVAL;
+      rc = task_rc;
       KG_ERROR("%zu of %zu tasks failed; job.commit.policy=full: nothing is published and no offset moves", failed,
                job.ntasks);
       goto out;
@@ -629,7 +688,7 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
       snprintf(errbuf, KG_ERRLEN, "%s", cerr);
       goto out;
     }
-    rc = KG_EINVAL; /* the run still failed: some of it did not arrive */
+    rc = task_rc; /* the run still failed: some of it did not arrive */
     goto out;
   }
   rc = commit(&job, state, errbuf);
@@ -651,9 +710,10 @@ int kg_job_run(const kg_config_t *c, char *errbuf) {
       KG_WARN("%zu partitions stopped short of their high watermark after fetch errors (the next run goes on from "
               "there): %s%s",
               nbehind, behind.data, nbehind > 10 ? ", ..." : "");
-      partial = true;
+      *outcome = KG_OUTCOME_PARTIAL;
     }
     kg_buf_free(&behind);
+    if (kg_stop_signal()) *outcome = KG_OUTCOME_STOPPED;
   }
 
 out:
@@ -661,26 +721,24 @@ out:
     char err[KG_ERRLEN];
     if (kg_fs_remove_tree(job.job_dir, err)) KG_WARN("%s", err);
   }
+  if (rc != KG_ELOCKED) warn_failed_records(&job);
   if (c->metrics_enabled && rc != KG_ELOCKED) write_metrics(&job, rc == KG_OK);
+  static const char *outcomes[] = {"SUCCESSFUL", "PARTIAL", "STOPPED"};
+  char stopped[96] = "";
+  if (rc == KG_OK && *outcome == KG_OUTCOME_STOPPED)
+    snprintf(stopped, sizeof stopped, "stopped by %s; the next run goes on from here",
+             kg_stop_signal() == SIGINT ? "SIGINT" : "SIGTERM");
   if (state && run_recorded) {
     char err[KG_ERRLEN];
-    kg_run_counts_t counts = {
-        .read = (int64_t)kg_metrics_get(&job.metrics, KG_M_RECORDS_READ),
-        .written = (int64_t)kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN),
-        .bytes = (int64_t)kg_metrics_get(&job.metrics, KG_M_BYTES_WRITTEN),
-        .skipped = (int64_t)kg_metrics_get(&job.metrics, KG_M_RECORDS_SKIPPED),
-        .quarantined = (int64_t)kg_metrics_get(&job.metrics, KG_M_QUARANTINED),
-    };
-    if (kg_state_run_end(state, job.job_id, kg_now_ms(), &counts,
-                         rc        ? "FAILED"
-                         : partial ? "PARTIAL"
-                                   : "SUCCESSFUL",
-                         rc ? errbuf : NULL, err))
+    kg_run_counts_t counts = run_counts(&job);
+    if (kg_state_run_end(state, job.job_id, kg_now_ms(), &counts, rc ? "FAILED" : outcomes[*outcome],
+                         rc ? errbuf : stopped, err))
       KG_WARN("%s", err);
   }
   if (rc == KG_OK)
-    KG_INFO("Job %s completed in %lldms: %lld records, %lld bytes written", job.job_id,
-            (long long)(kg_now_ms() - job.start_ms), (long long)kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN),
+    KG_INFO("Job %s %s in %lldms: %lld records, %lld bytes written", job.job_id,
+            *outcome == KG_OUTCOME_STOPPED ? "stopped" : "completed", (long long)(kg_now_ms() - job.start_ms),
+            (long long)kg_metrics_get(&job.metrics, KG_M_RECORDS_WRITTEN),
             (long long)kg_metrics_get(&job.metrics, KG_M_BYTES_WRITTEN));
   kg_state_close(state);
   kg_lock_release(lock);

@@ -18,7 +18,8 @@ enum {
   KG_ELOCKED = -6, /* another instance of the job holds the lock */
   KG_ENOMEM = -7,
   KG_ENOTFOUND = -8,
-  KG_ERANGE = -9, /* a Kafka offset outside the partition's range (records deleted under the reader) */
+  KG_ERANGE = -9,   /* a Kafka offset outside the partition's range (records deleted under the reader) */
+  KG_EBUDGET = -10, /* more records failed in the script than the error budget allows */
 };
 
 const char *kg_err2str(int err);
@@ -50,6 +51,12 @@ int kg_fail(char *errbuf, int err, const char *fmt, ...) __attribute__((format(p
 /* A named point where the crash tests may kill the process (KINGEST_CRASH_AT=<point>[:<n>]); a no-op
  * otherwise. Points: fetch, write, task-output, journaled, publish, finish, recover. */
 void kg_crash_point(const char *name);
+
+/* A graceful stop: the first SIGTERM or SIGINT asks the run to stop (tasks stop fetching, what was completely
+ * written is committed); a second one ends the process at once. kg_stop_signal is the first signal, 0 when none
+ * came. Installs the handlers; call once, before any thread starts. */
+void kg_stop_install(void);
+int kg_stop_signal(void);
 
 /* Milliseconds since the epoch, and a monotonic clock in milliseconds. */
 int64_t kg_now_ms(void);

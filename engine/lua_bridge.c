@@ -24,10 +24,21 @@ static const char *lua_dir(void) {
   return dir && *dir ? dir : KINGEST_LUA_DIR;
 }
 
+/* os.exit in a job script: the engine decides how a run ends (a script that ended the process would leave the
+ * run RUNNING and report an exit status that means something else), so it is an error like any other. */
+static int no_exit(lua_State *L) {
+  return luaL_error(L, "os.exit is not allowed in a job script: raise an error instead (error(\"...\")), which "
+                       "decode.error.policy handles");
+}
+
 lua_State *kg_lua_state_new(const char *job_file) {
   lua_State *L = luaL_newstate();
   if (!L) return NULL;
   luaL_openlibs(L);
+  lua_getglobal(L, "os");
+  lua_pushcfunction(L, no_exit);
+  lua_setfield(L, -2, "exit");
+  lua_pop(L, 1);
   kg_buf_t path = {0};
   kg_buf_appendf(&path, "%s/?.lua;%s/?/init.lua;", lua_dir(), lua_dir());
   if (job_file) {

@@ -13,6 +13,29 @@
 #include "lock.h"
 #include "state.h"
 
+/* Exit statuses (README, "Exit codes"). */
+enum {
+  KG_EXIT_OK = 0,      /* done: the run committed everything up to the high watermarks */
+  KG_EXIT_FAILED = 1,  /* failed: a bad job, a task or the commit failed; nothing of it is committed (but see
+                          job.commit.policy=successful) */
+  KG_EXIT_USAGE = 2,   /* bad command line */
+  KG_EXIT_LOCKED = 3,  /* another run of the job holds the lock: nothing was done */
+  KG_EXIT_PARTIAL = 4, /* job.fail.on.partial=true and fetch errors stopped partitions short */
+  KG_EXIT_BUDGET = 5,  /* more records failed in the script than the error budget allows: offsets did not move */
+  KG_EXIT_STOPPED = 6, /* SIGTERM or SIGINT: what was completely written is committed, the rest waits */
+};
+
+#define KG_EXIT_TABLE                                                                                                 \
+  "Exit status:\n"                                                                                                    \
+  "  0  success: every partition was pulled to its high watermark and committed\n"                                   \
+  "  1  failure: a bad job file, a failed task or commit; what failed is not committed\n"                            \
+  "  2  bad usage of the command line\n"                                                                              \
+  "  3  another run of the job holds its lock; nothing was done\n"                                                    \
+  "  4  partial: fetch errors stopped partitions short (only with job.fail.on.partial=true; otherwise 0)\n"           \
+  "  5  over the error budget: more records failed in the script than task.skip.error.records or\n"                  \
+  "     decode.error.max.ratio allow; no offset of the failed task moved\n"                                           \
+  "  6  stopped by SIGTERM or SIGINT: what was completely written is committed, the next run goes on from there\n"
+
 static const char *usage_main =
     "Usage: kingest <command> [options]\n"
     "\n"
@@ -29,7 +52,8 @@ static const char *usage_main =
     "  -h, --help          Show this help\n"
     "  -V, --version       Print the version\n"
     "\n"
-    "Run 'kingest COMMAND --help' for a command's options.\n";
+    "Run 'kingest COMMAND --help' for a command's options.\n"
+    "\n" KG_EXIT_TABLE;
 
 static const char *usage_run =
     "Usage: kingest run JOB [options]\n"
@@ -45,8 +69,10 @@ static const char *usage_run =
     "      --log-file FILE    Also append the log to FILE\n"
     "  -h, --help             Show this help\n"
     "\n"
-    "Exit status: 0 when the run succeeded and committed; 1 on failure; 2 for bad usage;\n"
-    "3 when another run of the same job holds the lock.\n";
+    "SIGTERM or SIGINT stops the run gracefully: no new batch is fetched, what was completely written is\n"
+    "committed, and the run is recorded as STOPPED. A second signal ends the process at once (the commit\n"
+    "journal keeps that safe: the next run finishes or discards what was under way).\n"
+    "\n" KG_EXIT_TABLE;
 
 static const char *usage_state =
     "Usage: kingest state COMMAND JOB [arguments] [options]\n"
@@ -196,12 +222,22 @@ static int cmd_run(int argc, char **argv) {
   }
   char err[KG_ERRLEN] = "";
   kg_config_t *config = NULL;
-  if (load_config(a.positional[0], a.work_dir, &config, err)) return fail(1, err);
-  int rc = kg_job_run(config, err);
+  if (load_config(a.positional[0], a.work_dir, &config, err)) return fail(KG_EXIT_FAILED, err);
+  kg_stop_install();
+  kg_outcome_t outcome = KG_OUTCOME_SUCCESSFUL;
+  int rc = kg_job_run(config, &outcome, err);
+  bool fail_on_partial = config->fail_on_partial;
   kg_config_destroy(config);
-  if (rc == KG_ELOCKED) return fail(3, err);
-  if (rc) return fail(1, err);
-  return 0;
+  if (rc == KG_ELOCKED) return fail(KG_EXIT_LOCKED, err);
+  if (rc == KG_EBUDGET) return fail(KG_EXIT_BUDGET, err);
+  if (rc) return fail(KG_EXIT_FAILED, err);
+  if (outcome == KG_OUTCOME_STOPPED) return KG_EXIT_STOPPED;
+  if (outcome == KG_OUTCOME_PARTIAL && fail_on_partial) {
+    fprintf(stderr, "kingest: the run was partial: fetch errors stopped partitions short of their high watermark "
+                    "(job.fail.on.partial=true)\n");
+    return KG_EXIT_PARTIAL;
+  }
+  return KG_EXIT_OK;
 }
 
 static int cmd_plan(int argc, char **argv) {

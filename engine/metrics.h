@@ -14,6 +14,7 @@
 #define KG_M_BYTES_WRITTEN   "gobblin.writer.bytes.written"
 #define KG_M_OFFSET_RESETS   "kafka.offset.resets"
 #define KG_M_QUARANTINED     "num.of.quarantined.records"
+#define KG_M_SCRIPT_SKIPPED  "num.of.skipped.records" /* failed in the script and skipped */
 #define KG_M_RECORDS_SKIPPED "kafka.records.skipped"
 
 /* A set of named values (counts, and the rates and statistics of script meters and histograms). Not

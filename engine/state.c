@@ -47,6 +47,7 @@ static const struct {
     {"runs", "records_read", "INTEGER"},
     {"runs", "skipped", "INTEGER"},
     {"runs", "quarantined", "INTEGER"},
+    {"runs", "deleted", "INTEGER"},
 };
 
 /* True when TABLE has COLUMN. */
@@ -379,7 +380,7 @@ int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, const 
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(s->db,
                          "UPDATE runs SET ended_ms = ?, records = ?, bytes = ?, records_read = ?, skipped = ?,"
-                         " quarantined = ?, result = ?, message = ? WHERE job_id = ?",
+                         " quarantined = ?, deleted = ?, result = ?, message = ? WHERE job_id = ?",
                          -1, &st, NULL) != SQLITE_OK)
     return db_fail(s, errbuf, "cannot record the run");
   sqlite3_bind_int64(st, 1, ended_ms);
@@ -388,9 +389,10 @@ int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, const 
   sqlite3_bind_int64(st, 4, counts->read);
   sqlite3_bind_int64(st, 5, counts->skipped);
   sqlite3_bind_int64(st, 6, counts->quarantined);
-  sqlite3_bind_text(st, 7, result, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 8, message ? message : "", -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 9, job_id, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 7, counts->deleted);
+  sqlite3_bind_text(st, 8, result, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 9, message ? message : "", -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 10, job_id, -1, SQLITE_TRANSIENT);
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the run");
@@ -510,34 +512,37 @@ int kg_state_reset(kg_state_t *s, const char *topic, int32_t partition, kg_parti
 int kg_state_history(kg_state_t *s, FILE *out, int limit, char *errbuf) {
   sqlite3_stmt *st;
   const char *sql =
-      "SELECT time_ms, kind, what, records, bytes, result, message FROM ("
-      " SELECT started_ms AS time_ms, 'run' AS kind, job_id AS what, records, bytes, result,"
+      "SELECT time_ms, kind, what, records_read, records, bytes, skipped, quarantined, deleted, result, message FROM ("
+      " SELECT started_ms AS time_ms, 'run' AS kind, job_id AS what, records_read, records, bytes, skipped,"
+      "  quarantined, deleted, result,"
       "  CASE WHEN ended_ms IS NOT NULL THEN (ended_ms - started_ms) || ' ms' ELSE '' END"
       "  || CASE WHEN message IS NOT NULL AND message <> '' THEN"
       "   CASE WHEN ended_ms IS NOT NULL THEN ': ' ELSE '' END || message ELSE '' END AS message FROM runs"
-      " UNION ALL SELECT time_ms, command, topic || ':' || partition, NULL, NULL, 'CHANGED',"
+      " UNION ALL SELECT time_ms, command, topic || ':' || partition, NULL, NULL, NULL, NULL, NULL, NULL, 'CHANGED',"
       "  'offset ' || coalesce(old_offset, 'none') || ' -> ' || coalesce(new_offset, 'none') FROM state_changes)"
       " ORDER BY time_ms DESC LIMIT ?";
   if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(s, errbuf, "cannot read the history");
   sqlite3_bind_int(st, 1, limit > 0 ? limit : -1);
-  fprintf(out, "%-19s  %-10s  %-44s %10s %12s  %-10s  %s\n", "TIME", "WHAT", "JOB ID / PARTITION", "RECORDS", "BYTES",
-          "RESULT", "DETAILS");
+  fprintf(out, "%-19s  %-10s  %-44s %10s %10s %12s %10s %11s %10s  %-10s  %s\n", "TIME", "WHAT", "JOB ID / PARTITION",
+          "READ", "WRITTEN", "BYTES", "SKIPPED", "QUARANTINED", "DELETED", "RESULT", "DETAILS");
   while (sqlite3_step(st) == SQLITE_ROW) {
     time_t secs = (time_t)(sqlite3_column_int64(st, 0) / 1000);
     struct tm tm;
     localtime_r(&secs, &tm);
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    const char *records = sqlite3_column_type(st, 3) == SQLITE_NULL ? "-" : (const char *)sqlite3_column_text(st, 3);
-    const char *bytes = sqlite3_column_type(st, 4) == SQLITE_NULL ? "-" : (const char *)sqlite3_column_text(st, 4);
-    const char *result = (const char *)sqlite3_column_text(st, 5);
-    const char *msg = (const char *)sqlite3_column_text(st, 6);
+    const char *n[6];
+    for (int i = 0; i < 6; i++)
+      n[i] = sqlite3_column_type(st, 3 + i) == SQLITE_NULL ? "-" : (const char *)sqlite3_column_text(st, 3 + i);
+    const char *result = (const char *)sqlite3_column_text(st, 9);
+    const char *msg = (const char *)sqlite3_column_text(st, 10);
     char first[256];
     snprintf(first, sizeof first, "%s", msg ? msg : "");
     char *nl = strchr(first, '\n');
     if (nl) *nl = '\0';
-    fprintf(out, "%-19s  %-10s  %-44s %10s %12s  %-10s  %s\n", when, (const char *)sqlite3_column_text(st, 1),
-            (const char *)sqlite3_column_text(st, 2), records, bytes, result ? result : "", first);
+    fprintf(out, "%-19s  %-10s  %-44s %10s %10s %12s %10s %11s %10s  %-10s  %s\n", when,
+            (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2), n[0], n[1], n[2], n[3],
+            n[4], n[5], result ? result : "", first);
   }
   sqlite3_finalize(st);
   return KG_OK;

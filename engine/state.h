@@ -69,13 +69,15 @@ int kg_state_history(kg_state_t *state, FILE *out, int limit, char *errbuf);
 
 /* Run history. */
 int kg_state_run_begin(kg_state_t *state, const char *job_id, int64_t started_ms, char *errbuf);
-/* What a run did with the records it read: read = written + skipped + quarantined + filtered by the script. */
+/* What a run did with the records it read. Each record read was skipped, quarantined, or handed to the writer
+ * (as none, one or several records: a script may filter and split). */
 typedef struct {
   int64_t read;        /* records read from Kafka */
   int64_t written;     /* records written to the output */
   int64_t bytes;       /* bytes written to the output */
-  int64_t skipped;     /* records that failed in the script and were skipped, plus records deleted under the reader */
+  int64_t skipped;     /* records that failed in the script and were skipped */
   int64_t quarantined; /* records that failed in the script and went to <FP>/_errors */
+  int64_t deleted;     /* records deleted under the reader before it got to them (never read) */
 } kg_run_counts_t;
 
 int kg_state_run_end(kg_state_t *state, const char *job_id, int64_t ended_ms, const kg_run_counts_t *counts,

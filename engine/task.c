@@ -6,8 +6,9 @@
  * batch call then resumes after it. */
 #include "task.h"
 
-#include <stdatomic.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,18 @@ typedef struct {
   int64_t task_records;    /* records pulled by the task so far */
   int64_t records_written; /* counted here on the hot path, added to the task's metrics at the end */
   int64_t bytes_written;
+  /* A record's outputs are all or nothing: where things stood before the record being processed wrote its
+   * first output, so that a failure later in its converters can take back what it wrote. */
+  const kg_record_t *emitting; /* that record, NULL when no output was written since the batch call began */
+  size_t mark_output;          /* the output it writes to */
+  int64_t mark_records;        /* that output's records and bytes before the record (0 when not open) */
+  int64_t mark_bytes;
+  int64_t mark_written; /* records_written and bytes_written before the record */
+  int64_t mark_bytes_written;
+  /* The error budget (task.skip.error.records, decode.error.max.ratio). */
+  int64_t failed_decode;  /* records whose decodeRecord failed */
+  int64_t failed_convert; /* records whose converter failed */
+  int64_t range_total;    /* the most records the task can read: the sum of its ranges (or its count limit) */
 } kg_task_run_t;
 
 char *kg_task_file_path(const kg_config_t *c, const char *topic, const char *extract_id) {
@@ -135,6 +148,15 @@ static int quarantine(kg_task_run_t *run, const kg_workunit_t *wu, const kg_reco
 static int emit(void *ctx, const kg_record_t *record, const char *data, size_t len) {
   kg_task_run_t *run = ctx;
   if (run->write_rc) return run->write_rc;
+  if (record != run->emitting) {
+    const kg_output_t *o = &run->outputs[run->current];
+    run->emitting = record;
+    run->mark_output = run->current;
+    run->mark_records = o->writer ? kg_writer_records(o->writer) : 0;
+    run->mark_bytes = o->writer ? kg_writer_bytes(o->writer) : 0;
+    run->mark_written = run->records_written;
+    run->mark_bytes_written = run->bytes_written;
+  }
   run->write_rc = output_write(run, run->current, data, len);
   kg_crash_point("write");
   if (run->write_rc == KG_OK) {
@@ -143,6 +165,100 @@ static int emit(void *ctx, const kg_record_t *record, const char *data, size_t l
     run->bytes_written += (int64_t)(len + c->delimiter_len + (c->prepend_size ? 8 : 0));
   }
   return run->write_rc;
+}
+
+/* Takes back the outputs RECORD wrote before it failed, so that a record's outputs are all or nothing. */
+static int take_back(kg_task_run_t *run, const kg_record_t *record, char *errbuf) {
+  if (!record || record != run->emitting) return KG_OK; /* it wrote nothing */
+  run->emitting = NULL;
+  run->records_written = run->mark_written;
+  run->bytes_written = run->mark_bytes_written;
+  kg_output_t *o = &run->outputs[run->mark_output];
+  if (!o->writer) return KG_OK;
+  if (run->mark_records == 0) { /* the record opened the file: remove it, so no empty file is published */
+    kg_writer_abort(o->writer);
+    o->writer = NULL;
+    return KG_OK;
+  }
+  return kg_writer_truncate(o->writer, run->mark_records, run->mark_bytes, errbuf);
+}
+
+/* The first line of TEXT into OUT (SIZE bytes). */
+static void first_line(char *out, size_t size, const char *text) {
+  size_t n = strcspn(text, "\n");
+  snprintf(out, size, "%.*s", (int)n, text);
+}
+
+/* Whether the failures so far are over the budget, as a task error in ERRBUF (KG_EBUDGET), or KG_OK. READ is
+ * what the ratio is taken of: the most records the task can read while it runs (so that a broken script fails
+ * fast, and only when no later success could bring the ratio back under the bound), the records read at its
+ * end. */
+static int check_budget(const kg_task_run_t *run, int64_t read, const char *where, char *errbuf) {
+  const kg_config_t *c = run->task->config;
+  int64_t failed = run->failed_decode + run->failed_convert;
+  if (c->skip_error_limit_set && c->skip_error_limit >= 0 && failed > c->skip_error_limit)
+    return kg_fail(errbuf, KG_EBUDGET,
+                   "more than %lld records failed in the script (task.skip.error.records=%lld); last at %s; first: %s",
+                   (long long)c->skip_error_limit, (long long)c->skip_error_limit, where, run->task->first_error);
+  if (!c->skip_error_limit_set && run->failed_convert > 0)
+    return kg_fail(errbuf, KG_EBUDGET,
+                   "a converter failed at %s, and a task whose converter fails is failed, as in Gobblin (set "
+                   "task.skip.error.records to how many records may fail, or -1 for no limit); first failure: %s",
+                   where, run->task->first_error);
+  if (c->error_max_ratio < 1 && (double)failed > c->error_max_ratio * (double)read)
+    return kg_fail(errbuf, KG_EBUDGET,
+                   "%lld of the task's %lld records failed in the script, more than decode.error.max.ratio=%g of them; "
+                   "last at %s; first: %s",
+                   (long long)failed, (long long)read, c->error_max_ratio, where, run->task->first_error);
+  return KG_OK;
+}
+
+/* Record BAD of WU failed in the script with LERR: takes back its outputs, applies decode.error.policy, counts
+ * it and checks the error budget. Returns KG_OK to go on with the next record, or the error that fails the
+ * task. LOGGED counts the failures logged for this partition. */
+static int record_failed(kg_task_run_t *run, kg_lua_t *lua, const kg_workunit_t *wu, kg_unit_result_t *res,
+                         const kg_record_t *bad, const char *lerr, int *logged, char *errbuf) {
+  kg_task_t *t = run->task;
+  const kg_config_t *c = t->config;
+  char stage[64];
+  kg_lua_stage(lua, stage, sizeof stage);
+  /* A module the script cannot find is a broken job, not a bad record: skipping would skip every record
+   * and move the offsets past them, so the task fails whatever decode.error.policy says. */
+  if (strstr(lerr, "module '") && strstr(lerr, "' not found"))
+    return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f: %s", stage, wu->topic, wu->partition,
+                   bad->offset, lerr);
+  if (take_back(run, bad, run->write_error)) return kg_fail(errbuf, KG_EIO, "%s", run->write_error);
+  res->decode_errors++;
+  kg_metrics_add(&t->metrics, KG_M_DECODE_ERRORS, 1);
+  kg_metrics_add(&t->metrics, KG_M_RECORDS_FAILED, 1);
+  if (c->decode_errors == KG_ERRORS_FAIL)
+    return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f (decode.error.policy=fail): %s", stage,
+                   wu->topic, wu->partition, bad->offset, lerr);
+  if (c->decode_errors == KG_ERRORS_QUARANTINE) {
+    res->quarantined++;
+    kg_metrics_add(&t->metrics, KG_M_QUARANTINED, 1);
+    if (quarantine(run, wu, bad, stage, lerr)) return kg_fail(errbuf, KG_EIO, "%s", run->write_error);
+  } else {
+    res->skipped++;
+    kg_metrics_add(&t->metrics, KG_M_SCRIPT_SKIPPED, 1);
+  }
+  if (!t->first_error[0]) {
+    char line[KG_ERRLEN / 2];
+    first_line(line, sizeof line, lerr);
+    snprintf(t->first_error, sizeof t->first_error, "%s:%d offset %.0f: %s failed: %s", wu->topic, wu->partition,
+             bad->offset, stage, line);
+  }
+  if ((*logged)++ < 5)
+    KG_WARN("%s record %s:%d at offset %.0f: %s failed: %s",
+            c->decode_errors == KG_ERRORS_QUARANTINE ? "Quarantining" : "Skipping", wu->topic, wu->partition,
+            bad->offset, stage, lerr);
+  if (!strncmp(stage, "converter", 9))
+    run->failed_convert++;
+  else
+    run->failed_decode++;
+  char where[256];
+  snprintf(where, sizeof where, "%s:%d offset %.0f", wu->topic, wu->partition, bad->offset);
+  return check_budget(run, run->range_total, where, errbuf);
 }
 
 /* Pulls one work unit. Returns KG_OK (the unit is done, perhaps short of its high watermark after a fetch
@@ -195,6 +311,10 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
   int64_t last_progress = kg_mono_ms();
   int logged_errors = 0;
   while (next < wu->high) {
+    if (kg_stop_signal()) {
+      stop_early(res, wu, next, kg_stop_signal() == SIGINT ? "stopped by SIGINT" : "stopped by SIGTERM");
+      break;
+    }
     if (allow.deadline_ms && kg_mono_ms() >= allow.deadline_ms) {
       stop_early(res, wu, next, "extract.limit.type=time: the partition's share of the task's time is used up");
       break;
@@ -245,7 +365,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
               (long long)next, (long long)(to - 1), wu->topic, wu->partition, (long long)earliest, (long long)latest,
               policies[c->reset], (long long)to, (long long)skipped);
       kg_metrics_add(&t->metrics, KG_M_RECORDS_SKIPPED, (double)skipped);
-      res->skipped += skipped;
+      res->deleted += skipped;
       next = to;
       if (next >= wu->high) break;
       if (kg_kafka_fetch_start(kafka, wu->topic, wu->partition, next, ferr)) {
@@ -281,6 +401,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
       kg_batch_t batch = {.records = records, .count = keep, .next = 0, .sink = &sink};
       while (batch.next < batch.count) {
         char lerr[KG_ERRLEN];
+        run->emitting = NULL; /* record views are reused: a pointer names a record within one batch only */
         atomic_store(&t->lua_since_ms, kg_mono_ms());
         int rc = kg_lua_process(lua, &batch, lerr);
         if (atomic_exchange(&t->lua_since_ms, 0) == KG_LUA_INTERRUPTING) {
@@ -298,33 +419,8 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
                          (long long)c->batch_timeout_ms, wu->topic, wu->partition, records[0].offset,
                          records[keep - 1].offset);
         if (rc == KG_OK) break;
-        const kg_record_t *bad = &records[batch.next - 1];
-        char stage[64];
-        kg_lua_stage(lua, stage, sizeof stage);
-        /* A module the script cannot find is a broken job, not a bad record: skipping would skip every record
-         * and move the offsets past them, so the task fails whatever decode.error.policy says. */
-        if (strstr(lerr, "module '") && strstr(lerr, "' not found"))
-          return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f: %s", stage, wu->topic, wu->partition,
-                         bad->offset, lerr);
-        res->decode_errors++;
-        kg_metrics_add(&t->metrics, KG_M_DECODE_ERRORS, 1);
-        kg_metrics_add(&t->metrics, KG_M_RECORDS_FAILED, 1);
-        if (c->decode_errors == KG_ERRORS_FAIL)
-          return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f (decode.error.policy=fail): %s", stage,
-                         wu->topic, wu->partition, bad->offset, lerr);
-        if (c->decode_errors == KG_ERRORS_QUARANTINE) {
-          kg_metrics_add(&t->metrics, KG_M_QUARANTINED, 1);
-          if (quarantine(run, wu, bad, stage, lerr)) return kg_fail(errbuf, KG_EIO, "%s", run->write_error);
-        }
-        if (logged_errors++ < 5)
-          KG_WARN("%s record %s:%d at offset %.0f: %s failed: %s",
-                  c->decode_errors == KG_ERRORS_QUARANTINE ? "Quarantining" : "Skipping", wu->topic, wu->partition,
-                  bad->offset, stage, lerr);
-        if (c->skip_error_limit >= 0 && kg_metrics_get(&t->metrics, KG_M_DECODE_ERRORS) > (double)c->skip_error_limit)
-          return kg_fail(
-              errbuf, KG_ELUA,
-              "more than %lld records failed in the script (task.skip.error.records); last at %s:%d offset %.0f",
-              (long long)c->skip_error_limit, wu->topic, wu->partition, bad->offset);
+        rc = record_failed(run, lua, wu, res, &records[batch.next - 1], lerr, &logged_errors, errbuf);
+        if (rc) return rc;
       }
       next = (int64_t)records[keep - 1].offset + 1;
       run->task_records += keep;
@@ -380,8 +476,11 @@ void kg_task_run(kg_task_t *t) {
   int64_t task_deadline = c->limit_enabled && c->limit_type == KG_LIMIT_TIME ? start + c->limit_time_ms : 0;
   int64_t records_left = c->limit_enabled && c->limit_type == KG_LIMIT_COUNT ? c->limit_count : -1;
   size_t pending = 0;
-  for (size_t i = 0; i < t->nunits; i++)
+  for (size_t i = 0; i < t->nunits; i++) {
     pending += t->units[i]->high > t->units[i]->low;
+    run.range_total += t->units[i]->high - t->units[i]->low;
+  }
+  if (records_left >= 0 && records_left < run.range_total) run.range_total = records_left;
   for (size_t i = 0; !rc && i < t->nunits; i++) {
     kg_workunit_t *wu = t->units[i];
     kg_allowance_t allow = {0, -1};
@@ -408,6 +507,9 @@ void kg_task_run(kg_task_t *t) {
     if (records_left >= 0) records_left -= t->results[i].records;
   }
   atomic_store(&t->unit_started_ms, 0);
+  /* The ratio over what was really read: less than the ranges when a limit, a fetch error or a stop ended
+   * the task early. */
+  if (!rc) rc = check_budget(&run, extracted, "the end of the task", err);
   if (!rc && topic) KG_INFO("Finished pulling topic %s", topic);
   kg_metrics_add(&t->metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
   /* Counted per batch, so a task that read nothing would lack the counter: report it as 0 like the others. */
@@ -458,6 +560,7 @@ void kg_task_run(kg_task_t *t) {
   kg_lua_destroy(lua);
   t->elapsed_ms = kg_mono_ms() - start;
   t->succeeded = rc == KG_OK;
+  t->rc = rc;
   if (t->succeeded) {
     KG_INFO("Task %s completed in %lldms with state SUCCESSFUL", t->task_id, (long long)t->elapsed_ms);
   } else {

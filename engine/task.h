@@ -18,8 +18,10 @@ typedef struct {
   int64_t records;     /* records pulled (read from Kafka within the range) */
   int64_t bytes;       /* payload bytes pulled */
   int64_t elapsed_ms;  /* from the start of the partition to its end */
-  int64_t decode_errors;
-  int64_t skipped;     /* records deleted under the reader and skipped by the reset policy */
+  int64_t decode_errors; /* records that failed in the script (decodeRecord or a converter) */
+  int64_t skipped;       /* of those, the ones skipped (decode.error.policy=skip) */
+  int64_t quarantined;   /* and the ones written to <FP>/_errors (decode.error.policy=quarantine) */
+  int64_t deleted;       /* records deleted under the reader and skipped by the reset policy (never read) */
   bool fetch_failed;   /* the fetch stopped with an error before the high watermark */
   bool premature_stop; /* an extract limit ended the unit before its high watermark */
   char stop_reason[160];
@@ -60,7 +62,9 @@ typedef struct {
   _Atomic int64_t unit_records;    /* progress: records of the current unit pulled so far */
   _Atomic int64_t unit_started_ms; /* progress: monotonic start of the current unit; 0 when not pulling */
   bool succeeded;
+  int rc;                     /* a failed task's error: KG_EBUDGET when more records failed than allowed */
   char error[KG_ERRLEN];
+  char first_error[KG_ERRLEN]; /* where and how the first record failed in the script, "" when none did */
   int64_t elapsed_ms;
 } kg_task_t;
 

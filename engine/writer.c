@@ -66,6 +66,16 @@ int kg_writer_write(kg_writer_t *w, const char *data, size_t len, char *errbuf) 
   return KG_OK;
 }
 
+int kg_writer_truncate(kg_writer_t *w, int64_t records, int64_t bytes, char *errbuf) {
+  errno = 0;
+  if (bytes == w->bytes) return KG_OK;
+  if (fflush(w->file) != 0 || ftruncate(fileno(w->file), (off_t)bytes) != 0 || fseeko(w->file, (off_t)bytes, SEEK_SET))
+    return write_error(w, errbuf);
+  w->records = records;
+  w->bytes = bytes;
+  return KG_OK;
+}
+
 static void release(kg_writer_t *w) {
   free(w->path);
   free(w->buffer);

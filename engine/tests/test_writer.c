@@ -47,6 +47,27 @@ static void test_bytes(const char *dir) {
   free(data);
   free(path);
 
+  /* Taking back a record's outputs: what follows the counts given is gone, also past the write buffer. */
+  path = kg_xasprintf("%s/truncated.txt", dir);
+  CHECK_INT(kg_writer_open(path, "\n", 1, false, &w, err), KG_OK);
+  CHECK_INT(kg_writer_write(w, "keep", 4, err), KG_OK);
+  int64_t records = kg_writer_records(w), bytes = kg_writer_bytes(w);
+  char *big = kg_xcalloc(1, 3 << 20);
+  memset(big, 'z', 3 << 20);
+  CHECK_INT(kg_writer_write(w, "gone", 4, err), KG_OK);
+  CHECK_INT(kg_writer_write(w, big, 3 << 20, err), KG_OK);
+  free(big);
+  CHECK_INT(kg_writer_truncate(w, records, bytes, err), KG_OK);
+  CHECK_INT(kg_writer_records(w), 1);
+  CHECK_INT(kg_writer_bytes(w), 5);
+  CHECK_INT(kg_writer_write(w, "next", 4, err), KG_OK);
+  CHECK_INT(kg_writer_close(w, err), KG_OK);
+  data = slurp(path, &len);
+  CHECK_INT(len, 10);
+  CHECK(data && memcmp(data, "keep\nnext\n", 10) == 0);
+  free(data);
+  free(path);
+
   path = kg_xasprintf("%s/aborted.txt", dir);
   CHECK_INT(kg_writer_open(path, "|", 1, false, &w, err), KG_OK);
   CHECK_INT(kg_writer_write(w, "x", 1, err), KG_OK);

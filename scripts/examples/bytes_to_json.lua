@@ -10,6 +10,10 @@ return {
   ["bootstrap.with.offset"] = "earliest",
   ["writer.file.path.type"] = "tablename",
   ["writer.output.format"] = "json",
+  -- A payload that is not JSON fails converter 1 and is skipped and counted, up to 1,000 per task and a third
+  -- of its records; past that the run fails and no offset moves.
+  ["task.skip.error.records"] = 1000,
+  ["decode.error.max.ratio"] = 0.34,
 
   converters = {
     converter.bytes_to_json(),

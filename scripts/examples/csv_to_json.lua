@@ -14,6 +14,8 @@ return {
   ["writer.file.path.type"] = "tablename",
   ["writer.output.format"] = "json",
   ["decode.error.policy"] = "quarantine",
+  -- Up to half of a task's lines may be bad; past that the run fails and no offset moves.
+  ["decode.error.max.ratio"] = 0.5,
 
   decodeRecord = function(msg, ctx)
     local row = parse(msg)

@@ -1,7 +1,7 @@
 -- Reading at any latency kcat reads at: a broker behind a proxy that delays each direction by 300 ms, and a
 -- broker-side fetch wait (fetch.min.bytes + fetch.wait.max.ms). Every record must arrive in one run, which
 -- must end SUCCESSFUL, not PARTIAL.
-local H = require("spec.support.harness")
+local H = require("support.harness")
 
 local proxy_pid
 
@@ -94,5 +94,27 @@ describe("reading from a slow broker", function()
     local code, _, err = H.run(job, work)
     assert.are.equal(0, code, err)
     assert.are.equal("SUCCESSFUL", last_result(work, "latency"))
+  end)
+
+  it("ends PARTIAL when kafka.fetch.timeout.ms passes with no record: exit 0, or 4 with job.fail.on.partial=true", function()
+    local topic = H.topic_with("latency_partial", H.records("t", 0, 0, 99))
+    -- The broker holds each fetch for a second; the run waits at most 300 ms for a record.
+    local slow = {
+      ["kafka.consumer.fetch.min.bytes"] = "1048576",
+      ["kafka.consumer.fetch.wait.max.ms"] = "1000",
+      ["kafka.fetch.timeout.ms"] = "300",
+    }
+    for _, case in ipairs({ { false, 0 }, { true, 4 } }) do
+      local work = H.workdir("latency")
+      slow["job.fail.on.partial"] = case[1]
+      local code, _, err = H.run(job_for(work, topic, H.bootstrap(), slow), work)
+      assert.are.equal(case[2], code, err)
+      assert.truthy(err:find("WARN 1 partitions stopped short of their high watermark after fetch errors", 1, true), err)
+      assert.are.equal("PARTIAL", last_result(work, "latency"))
+      if case[1] then
+        assert.are.equal("kingest: the run was partial: fetch errors stopped partitions short of their high watermark " ..
+          "(job.fail.on.partial=true)", H.last_line(err))
+      end
+    end
   end)
 end)

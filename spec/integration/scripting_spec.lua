@@ -26,11 +26,12 @@ end
 
 local run_ok = H.run_ok
 
--- Runs JOB in WORK and asserts that it failed with status 1 (not a crash) and one clear last line on stderr,
--- `kingest: ...`, containing every string of NAMES; returns that line and the log.
-local function run_fails(job, work, names)
+-- Runs JOB in WORK and asserts that it failed with status STATUS (default 1; not a crash) and one clear last line
+-- on stderr, `kingest: ...`, containing every string of NAMES; returns that line and the log.
+local function run_fails(job, work, names, status)
+  status = status or 1
   local code, _, err = H.run(job, work)
-  assert.are.equal(1, code, "the run should fail with status 1:\n" .. err)
+  assert.are.equal(status, code, "the run should fail with status " .. status .. ":\n" .. err)
   local last = H.last_line(err)
   assert.matches("^kingest: ", last, 1, false, "the last line of stderr should be the error:\n" .. err)
   for _, name in ipairs(names) do
@@ -239,7 +240,7 @@ describe("decode.error.policy", function()
 
   it("skip (the default) drops and counts failing records, logs the first 5 with their traceback, and moves on", function()
     local work = H.workdir("scr_skip")
-    local job = job_file(work, topic, nil, DECODE)
+    local job = job_file(work, topic, { ["decode.error.max.ratio"] = 1 }, DECODE)
     local log = run_ok(job, work)
     assert.same(good, H.output_lines(work .. "/job-output/" .. topic))
     assert.same({ [topic .. ":0"] = 12 }, H.stored_offsets(work, JOB))
@@ -273,7 +274,7 @@ describe("decode.error.policy", function()
       { t .. ":0 at offset 3", "decode.error.policy=fail", "cannot decode bad d" })
     assert.same(before, traces(work))
     -- The next run with the default policy pulls the three new records (one of them skipped).
-    run_ok(job_file(work, t, nil, DECODE), work)
+    run_ok(job_file(work, t, { ["decode.error.max.ratio"] = 0.5 }, DECODE), work)
     assert.same({ "ok a", "ok b", "ok c", "ok e" }, H.output_lines(work .. "/job-output/" .. t))
     assert.same({ [t .. ":0"] = 5 }, H.stored_offsets(work, JOB))
   end)
@@ -289,7 +290,7 @@ describe("decode.error.policy", function()
 
   it("quarantine writes each failing record, with where it came from and its error, to <FP>/_errors", function()
     local work = H.workdir("scr_quarantine")
-    local job = job_file(work, topic, { ["decode.error.policy"] = "quarantine" }, DECODE)
+    local job = job_file(work, topic, { ["decode.error.policy"] = "quarantine", ["decode.error.max.ratio"] = 1 }, DECODE)
     local log = run_ok(job, work)
     assert.same(good, H.top_lines(work .. "/job-output/" .. topic))
     assert.same({ [topic .. ":0"] = 12 }, H.stored_offsets(work, JOB))
@@ -320,7 +321,8 @@ describe("decode.error.policy", function()
 
   it("reports a failing converter as its stage, \"converter 2\"", function()
     local work = H.workdir("scr_converter")
-    local log = run_ok(job_file(work, topic, { ["decode.error.policy"] = "quarantine" }, [[
+    local log = run_ok(job_file(work, topic, { ["decode.error.policy"] = "quarantine", ["decode.error.max.ratio"] = 1,
+                                                ["task.skip.error.records"] = -1 }, [[
   converters = {
     function(msg) return msg:value() end,
     function(v)
@@ -350,8 +352,8 @@ describe("decode.error.policy", function()
 
     it("fails the run when more records fail than it allows; nothing is published", function()
       local work = H.workdir("scr_limit")
-      run_fails(job_file(work, small, { ["task.skip.error.records"] = 2 }, DECODE), work,
-        { "more than 2 records failed", "task.skip.error.records", small .. ":0 offset 4" })
+      run_fails(job_file(work, small, { ["task.skip.error.records"] = 2, ["decode.error.max.ratio"] = 1 }, DECODE), work,
+        { "more than 2 records failed", "task.skip.error.records", small .. ":0 offset 4" }, 5)
       assert.same({}, H.stored_offsets(work, JOB))
       assert.same({}, H.files(work .. "/job-output"))
       assert.same({}, H.files(work .. "/task-data"))
@@ -359,11 +361,153 @@ describe("decode.error.policy", function()
 
     it("skips as many as it allows", function()
       local work = H.workdir("scr_limit")
-      run_ok(job_file(work, small, { ["task.skip.error.records"] = 3 }, DECODE), work)
+      run_ok(job_file(work, small, { ["task.skip.error.records"] = 3, ["decode.error.max.ratio"] = 1 }, DECODE), work)
       assert.same({ "ok 0", "ok 3" }, H.output_lines(work .. "/job-output/" .. small))
       assert.same({ [small .. ":0"] = 5 }, H.stored_offsets(work, JOB))
     end)
   end)
+end)
+
+describe("the error budget", function()
+  -- The result, read and skipped counts of the newest run of JOB under WORK, read with sqlite3.
+  local function last_run(work)
+    local row = H.sqlite(work .. "/state-store/" .. JOB .. ".db",
+      "SELECT result, records_read, records, skipped, quarantined FROM runs ORDER BY started_ms DESC LIMIT 1")[1]
+    return { result = row[1], read = tonumber(row[2]), written = tonumber(row[3]), skipped = tonumber(row[4]),
+             quarantined = tonumber(row[5]) }
+  end
+
+  local many = {}
+  for i = 0, 499 do many[#many + 1] = "rec " .. i end
+  local topic
+  setup(function() topic = topic_with("scr_budget", many) end)
+
+  -- Asserts that a run over TOPIC failed with status 5 naming NAMES, left nothing behind and moved no offset.
+  local function over_budget(work, job, names)
+    local _, log = run_fails(job, work, names, 5)
+    assert.same({}, H.stored_offsets(work, JOB))
+    assert.same({}, H.files(work .. "/job-output"))
+    assert.same({}, H.files(work .. "/task-data"))
+    local run = last_run(work)
+    assert.are.equal("FAILED", run.result)
+    assert.is_true(run.read > 0 and run.skipped > 0, log)
+    assert.are.equal(1, #H.grep(log, "failed in the script and were skipped"), log)
+    return log
+  end
+
+  it("fails the run with status 5 when decodeRecord fails on every record: nothing published, no offset moved", function()
+    local work = H.workdir("scr_budget")
+    local log = over_budget(work, job_file(work, topic, nil, [[
+  decodeRecord = function(msg) error("broken decoder") end,]]),
+      { "failed in the script, more than decode.error.max.ratio=0.1", topic .. ":0 offset 0: decodeRecord failed:",
+        "broken decoder" })
+    -- It stops once the bound is certain to be passed: the 51st failure of 500 records.
+    assert.truthy(log:find("51 of the task's 500 records failed", 1, true), log)
+  end)
+
+  it("fails the run when decodeRecord returns a number for every record", function()
+    local work = H.workdir("scr_budget")
+    over_budget(work, job_file(work, topic, nil, [[
+  decodeRecord = function(msg) return 42 end,]]), { "decode.error.max.ratio", "the record to write is a number" })
+  end)
+
+  it("fails the task at the first record a converter fails on, as Gobblin does, unless task.skip.error.records allows", function()
+    local work = H.workdir("scr_budget")
+    local CONVERTER = [[
+  converters = { function(v) error("broken converter") end },]]
+    over_budget(work, job_file(work, topic, nil, CONVERTER),
+      { "a converter failed at " .. topic .. ":0 offset 0", "task.skip.error.records", "converter 1 failed: ",
+        "broken converter" })
+    assert.are.equal(1, last_run(work).skipped)
+    -- Allowing it lets the ratio decide.
+    over_budget(work, job_file(work, topic, { ["task.skip.error.records"] = -1 }, CONVERTER), { "decode.error.max.ratio=0.1" })
+  end)
+
+  it("skips failures within the budget, with one WARN line of counts per partition and the first error, and history counts", function()
+    local t = H.unique("scr_within")
+    H.create_topic(t, 2)
+    H.produce(t, H.records(t, 0, 0, 19), 0)
+    H.produce(t, H.records(t, 1, 0, 19), 1)
+    local work = H.workdir("scr_within")
+    local log = run_ok(job_file(work, t, { ["decode.error.policy"] = "skip" }, string.format([[
+  decodeRecord = function(msg)
+    local v = msg:value()
+    if v == %q or v == %q then error("cannot take " .. v, 0) end
+    return v
+  end,]], t .. "-0-7", t .. "-1-3")), work)
+    local summary = H.grep(log, "failed in the script and were skipped")
+    assert.are.equal(1, #summary, log)
+    assert.truthy(summary[1]:find("WARN Of 40 records read, 2 failed in the script and were skipped, 0 were " ..
+      "quarantined; 0 were deleted before they were read: " .. t .. ":0 1 skipped, " .. t .. ":1 1 skipped; first " ..
+      "failure: " .. t .. ":", 1, true), summary[1])
+    local run = last_run(work)
+    assert.same({ result = "SUCCESSFUL", read = 40, written = 38, skipped = 2, quarantined = 0 }, run)
+    local code, out, err = H.kingest({ "state", "history", work .. "/job.lua" }, { GOBBLIN_WORK_DIR = work })
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("%s40%s+38%s+%d+%s+2%s+0%s+0%s+SUCCESSFUL"), out)
+    -- A run with no failure has no such line.
+    H.produce(t, { "fine" }, 0)
+    assert.are.same({}, H.grep(run_ok(job_file(work, t, nil, nil), work), "failed in the script"))
+  end)
+
+  it("makes os.exit in a script an error like any other, and the run goes on", function()
+    local t = topic_with("scr_exit", H.records("x", 0, 0, 29))
+    local work = H.workdir("scr_exit")
+    local log = run_ok(job_file(work, t, nil, [[
+  decodeRecord = function(msg)
+    if msg:value() == "x-0-3" then os.exit(0) end
+    return msg:value()
+  end,]]), work)
+    assert.truthy(log:find("Skipping record " .. t .. ":0 at offset 3: decodeRecord failed: ", 1, true), log)
+    assert.truthy(log:find("os.exit is not allowed in a job script", 1, true), log)
+    local want = H.records("x", 0, 0, 29)
+    table.remove(want, 4)
+    assert.same(want, H.output_lines(work .. "/job-output/" .. t))
+    assert.are.equal("SUCCESSFUL", last_run(work).result)
+    -- In the job file's own code it fails the load, before anything runs.
+    local code, _, err = H.run(job_file(work, t, nil, nil, "os.exit(3)"), work)
+    assert.are.equal(1, code, err)
+    assert.truthy(H.last_line(err):find("os.exit is not allowed in a job script", 1, true), err)
+  end)
+end)
+
+describe("a record's outputs", function()
+  -- decodeRecord splits each record into three; the converter refuses the third part of a "bad" record, after
+  -- the first two parts went to the writer.
+  local SPLIT = [[
+  decodeRecord = function(msg)
+    local v = msg:value()
+    return gobblin.many({ v .. ".1", v .. ".2", v .. ".3" })
+  end,
+  converters = {
+    function(v)
+      if v:find("^bad.*%.3$") then error("refusing " .. v, 0) end
+      return v
+    end,
+  },]]
+
+  for _, case in ipairs({ { "in the middle", { "ok a", "bad b", "ok c" } }, { "first", { "bad a", "ok b" } },
+                          { "alone", { "bad a" } } }) do
+    it("are all or nothing when a converter fails after some were written (the failing record " .. case[1] .. ")", function()
+      local t = topic_with("scr_atomic", case[2])
+      local work = H.workdir("scr_atomic")
+      run_ok(job_file(work, t, { ["decode.error.policy"] = "quarantine", ["task.skip.error.records"] = -1,
+                                 ["decode.error.max.ratio"] = 1 }, SPLIT, 'local gobblin = require("gobblin")'), work)
+      local want = {}
+      for _, v in ipairs(case[2]) do
+        if v:find("^ok") then
+          for i = 1, 3 do want[#want + 1] = v .. "." .. i end
+        end
+      end
+      assert.same(want, H.top_lines(work .. "/job-output/" .. t))
+      if #want == 0 then assert.same({}, H.top_files(work .. "/job-output/" .. t)) end
+      local errors = H.json_lines(work .. "/job-output/" .. t .. "/_errors")
+      assert.are.equal(1, #errors)
+      assert.truthy(errors[1].error:find("refusing bad", 1, true), errors[1].error)
+      local _, jobline = metrics_of(work)
+      assert.are.equal(#want, jobline.counters["gobblin.writer.records.written"])
+    end)
+  end
 end)
 
 describe("script metrics", function()

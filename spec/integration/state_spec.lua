@@ -59,14 +59,16 @@ local function show_rows(out)
   return rows
 end
 
--- The rows of `state history` output, newest first: { time, what, id, records, bytes, result, details }.
+-- The rows of `state history` output, newest first: { time, what, id, read, records (written), bytes, skipped,
+-- quarantined, deleted, result, details }.
 local function history_rows(out)
   local rows = {}
   for _, line in ipairs(H.lines(out)) do
-    local time, what, id, rec, bytes, result, details =
-      line:match("^(%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d)  (%S+)%s+(%S+)%s+(%S+)%s+(%S+)  (%S+)%s*(.-)$")
+    local time, what, id, read, rec, bytes, skipped, quarantined, deleted, result, details = line:match(
+      "^(%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d)  (%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)  (%S+)%s*(.-)$")
     if time then
-      rows[#rows + 1] = { time = time, what = what, id = id, records = rec, bytes = bytes, result = result,
+      rows[#rows + 1] = { time = time, what = what, id = id, read = read, records = rec, bytes = bytes,
+                          skipped = skipped, quarantined = quarantined, deleted = deleted, result = result,
                           details = details }
     end
   end
@@ -316,16 +318,19 @@ describe("kingest state history", function()
     local out
     code, out, err = state(c, "history", c.file)
     assert.are.equal(0, code, err)
-    assert.matches("^TIME%s+WHAT%s+JOB ID / PARTITION%s+RECORDS%s+BYTES%s+RESULT%s+DETAILS\n", out)
+    assert.matches("^TIME%s+WHAT%s+JOB ID / PARTITION%s+READ%s+WRITTEN%s+BYTES%s+SKIPPED%s+QUARANTINED%s+DELETED%s+RESULT%s+DETAILS\n",
+      out)
     local rows = history_rows(out)
     assert.are.equal(4, #rows, out)
     local bytes = #(topic .. "-0-9") + 1
-    assert.same({ "run", "1", tostring(bytes), "SUCCESSFUL" }, { rows[1].what, rows[1].records, rows[1].bytes, rows[1].result })
+    assert.same({ "run", "1", "1", tostring(bytes), "0", "0", "0", "SUCCESSFUL" }, { rows[1].what, rows[1].read,
+      rows[1].records, rows[1].bytes, rows[1].skipped, rows[1].quarantined, rows[1].deleted, rows[1].result })
     assert.matches("^job_" .. c.name .. "_%d+$", rows[1].id)
     assert.matches("^%d+ ms$", rows[1].details)
     assert.same({ "set-offset", topic .. ":0", "CHANGED", "offset 8 -> 9" },
       { rows[2].what, rows[2].id, rows[2].result, rows[2].details })
-    assert.same({ "run", "FAILED" }, { rows[3].what, rows[3].result })
+    assert.same({ "run", "FAILED", "2", "0" }, { rows[3].what, rows[3].result, rows[3].read, rows[3].records })
+    assert.same({ "0", "0", "0" }, { rows[3].skipped, rows[3].quarantined, rows[3].deleted })
     local shown = rows[3].details:match("^%d+ ms: (.*)$") -- the message, cut to the width of the table
     assert.truthy(shown and #shown > 40, rows[3].details)
     assert.are.equal(message:sub(1, #shown), shown)
