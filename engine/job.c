@@ -268,7 +268,8 @@ static int plan(kg_job_t *job, kg_state_t *state, char *errbuf) {
   if (!rc) rc = kg_kafka_offsets_bulk(kafka, sel_topic, sel_part, nsel, sel_earliest, sel_latest, sel_error, errbuf);
 
   /* Recreated logs. A stored partition whose last pulled record should still be in the log is read back there: a
-   * different record at that offset means a new log, whose offsets merely overlap the stored one. */
+   * different record at that offset means a new log, whose offsets merely overlap the stored one (a topic
+   * deleted and created again, its offsets starting over). */
   size_t npeek = 0;
   size_t *peek_sel = kg_xcalloc(nalloc, sizeof(size_t));
   const char **peek_topic = kg_xcalloc(nalloc, sizeof(char *));
@@ -281,7 +282,9 @@ static int plan(kg_job_t *job, kg_state_t *state, char *errbuf) {
     char why[256];
     if (recreated_by_range(prev, sel_earliest[s], sel_latest[s], why, sizeof why)) {
       sel_recreated[s] = kg_xstrdup(why);
-    } else if (prev->last.set && prev->last.offset >= sel_earliest[s]) {
+    } else if (prev->last.set && prev->last.offset >= sel_earliest[s] && prev->next_offset < sel_latest[s]) {
+      /* Only where there is something to pull: an idle partition costs no read, and a recreated one is caught
+       * on the first run that would pull from it. */
       peek_sel[npeek] = s;
       peek_topic[npeek] = sel_topic[s];
       peek_part[npeek] = sel_part[s];
