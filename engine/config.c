@@ -23,6 +23,14 @@ static const kg_property_doc_t property_docs[] = {
      "What to do when the stored offset is outside the broker's range: earliest, latest, nearest, skip.", 0},
     {"topics.move.to.latest.offset", "", "Comma-separated topic names (or all) that always start at the latest offset.",
      0},
+    {"kafka.new.partition.offset", "earliest",
+     "Where a new partition of a topic the job already pulls starts: earliest, latest, or bootstrap (follow "
+     "bootstrap.with.offset).",
+     0},
+    {"topic.missing.policy", "warn",
+     "A topic.whitelist name that matches no topic on the broker, or a stored partition the broker no longer has: "
+     "warn, or fail (the run fails before anything is pulled).",
+     0},
     {"source.class", "gobblin.source.extractor.extract.kafka.KafkaSimpleSource",
      "KafkaSimpleSource (the record's payload as bytes).", 0},
     {"extract.namespace", "", "Namespace of the extract; used by writer.file.path.type=namespace_table and default.",
@@ -469,6 +477,14 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   c->bootstrap = (kg_bootstrap_t)e;
   if ((rc = enum_prop(props, "reset.on.offset.out.of.range", KG_RESET_NEAREST, reset_values, &e, errbuf))) goto done;
   c->reset = (kg_reset_t)e;
+  static const char *const new_partition_values[] = {"earliest", "latest", "bootstrap", NULL};
+  if ((rc = enum_prop(props, "kafka.new.partition.offset", KG_NEW_PARTITION_EARLIEST, new_partition_values, &e,
+                      errbuf)))
+    goto done;
+  c->new_partition = (kg_new_partition_t)e;
+  static const char *const missing_values[] = {"warn", "fail", NULL};
+  if ((rc = enum_prop(props, "topic.missing.policy", KG_MISSING_WARN, missing_values, &e, errbuf))) goto done;
+  c->missing_topics = (kg_missing_policy_t)e;
   if ((rc = int_prop(props, "kafka.metadata.timeout.ms", 15000, 100, 3600000, &c->metadata_timeout_ms, errbuf)))
     goto done;
   if ((rc = int_prop(props, "kafka.fetch.timeout.ms", 30000, 100, 3600000, &c->fetch_timeout_ms, errbuf))) goto done;

@@ -6,6 +6,8 @@
 
 typedef enum { KG_BOOTSTRAP_EARLIEST = 0, KG_BOOTSTRAP_LATEST, KG_BOOTSTRAP_SKIP } kg_bootstrap_t;
 typedef enum { KG_RESET_EARLIEST = 0, KG_RESET_LATEST, KG_RESET_NEAREST, KG_RESET_SKIP } kg_reset_t;
+typedef enum { KG_NEW_PARTITION_EARLIEST = 0, KG_NEW_PARTITION_LATEST, KG_NEW_PARTITION_BOOTSTRAP } kg_new_partition_t;
+typedef enum { KG_MISSING_WARN = 0, KG_MISSING_FAIL } kg_missing_policy_t;
 typedef enum { KG_PATH_TABLENAME = 0, KG_PATH_NAMESPACE_TABLE, KG_PATH_DEFAULT } kg_path_type_t;
 typedef enum { KG_ERRORS_SKIP = 0, KG_ERRORS_FAIL, KG_ERRORS_QUARANTINE } kg_error_policy_t;
 typedef enum { KG_LIMIT_TIME = 0, KG_LIMIT_RATE, KG_LIMIT_COUNT } kg_limit_type_t;
@@ -26,6 +28,8 @@ typedef struct {
   char *move_to_latest; /* topics.move.to.latest.offset: comma-separated names or "all" */
   kg_bootstrap_t bootstrap;
   kg_reset_t reset;
+  kg_new_partition_t new_partition;   /* kafka.new.partition.offset: new partitions of a topic already pulled */
+  kg_missing_policy_t missing_topics; /* topic.missing.policy: a whitelisted name or stored partition not on the broker */
   char *work_dir;          /* GOBBLIN_WORK_DIR or --work-dir */
   char *state_store_dir;   /* state.store.dir */
   char *task_data_root;    /* task.data.root.dir */

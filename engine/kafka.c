@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef KG_PREFETCH_RECORDS
 #define KG_PREFETCH_RECORDS "50000"
@@ -136,14 +137,99 @@ static int cmp_int32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Errors a query may meet while the cluster settles (a leader moving or not yet elected, a topic just created,
+ * a broker restarting or slow to answer): worth asking again until kafka.metadata.timeout.ms is used up. */
+static bool retriable(rd_kafka_resp_err_t err) {
+  switch (err) {
+  case RD_KAFKA_RESP_ERR__TRANSPORT:
+  case RD_KAFKA_RESP_ERR__RESOLVE:
+  case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+  case RD_KAFKA_RESP_ERR__TIMED_OUT:
+  case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+  case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+  case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+  case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+  case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+  case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+  case RD_KAFKA_RESP_ERR_BROKER_NOT_AVAILABLE:
+  case RD_KAFKA_RESP_ERR_REPLICA_NOT_AVAILABLE:
+  case RD_KAFKA_RESP_ERR_NETWORK_EXCEPTION:
+  case RD_KAFKA_RESP_ERR_NOT_CONTROLLER:
+  case RD_KAFKA_RESP_ERR_KAFKA_STORAGE_ERROR:
+  case RD_KAFKA_RESP_ERR_FENCED_LEADER_EPOCH:
+  case RD_KAFKA_RESP_ERR_UNKNOWN_LEADER_EPOCH:
+  case RD_KAFKA_RESP_ERR_OFFSET_NOT_AVAILABLE: return true;
+  default: return false;
+  }
+}
+
+/* Fault injection for the tests: KINGEST_KAFKA_FAULT=<query>:<ERROR_NAME>:<n> makes the first N answers to QUERY
+ * (metadata, offsets) the librdkafka error ERROR_NAME (as rd_kafka_get_err_descs names it, e.g.
+ * NOT_LEADER_FOR_PARTITION), for the whole query and, for offsets, every partition in it: what a broker in the
+ * middle of a leader change answers. Planning runs on one thread, so the count needs no lock. */
+static rd_kafka_resp_err_t injected_fault(const char *query) {
+  static int used[2];
+  const char *spec = getenv("KINGEST_KAFKA_FAULT");
+  size_t qlen = strlen(query);
+  if (!spec || strncmp(spec, query, qlen) || spec[qlen] != ':') return RD_KAFKA_RESP_ERR_NO_ERROR;
+  const char *name = spec + qlen + 1, *colon = strchr(name, ':');
+  if (!colon) return RD_KAFKA_RESP_ERR_NO_ERROR;
+  int *count = &used[!strcmp(query, "offsets")];
+  if (*count >= atoi(colon + 1)) return RD_KAFKA_RESP_ERR_NO_ERROR;
+  const struct rd_kafka_err_desc *descs;
+  size_t n;
+  rd_kafka_get_err_descs(&descs, &n);
+  for (size_t i = 0; i < n; i++)
+    if (descs[i].name && strlen(descs[i].name) == (size_t)(colon - name) &&
+        !strncmp(descs[i].name, name, (size_t)(colon - name))) {
+      (*count)++;
+      return descs[i].code;
+    }
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+/* Sleeps before attempt ATTEMPT + 1 (100 ms, doubling up to 1 s), never past DEADLINE (monotonic ms). */
+static void backoff(int attempt, int64_t deadline) {
+  int64_t ms = 100LL << (attempt < 4 ? attempt : 4);
+  if (ms > 1000) ms = 1000;
+  int64_t left = deadline - kg_mono_ms();
+  if (ms > left) ms = left;
+  if (ms <= 0) return;
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* The end of an error message: how long the query was tried. */
+static void tried_for(char *out, size_t size, int attempts, int64_t started) {
+  long long ms = (long long)(kg_mono_ms() - started);
+  if (attempts > 1)
+    snprintf(out, size, "retried for %lld ms", ms);
+  else
+    snprintf(out, size, "after %lld ms", ms);
+}
+
 int kg_kafka_list_topics(kg_kafka_t *k, kg_topic_meta_t **topics, size_t *count, char *errbuf) {
   *topics = NULL;
   *count = 0;
   const struct rd_kafka_metadata *md = NULL;
-  rd_kafka_resp_err_t err = rd_kafka_metadata(k->rk, 1, NULL, &md, (int)k->metadata_timeout_ms);
-  if (err)
-    return kg_fail(errbuf, KG_EKAFKA, "cannot reach Kafka at kafka.brokers=%s within %lld ms: %s", k->brokers,
-                   (long long)k->metadata_timeout_ms, rd_kafka_err2str(err));
+  int64_t started = kg_mono_ms(), deadline = started + k->metadata_timeout_ms;
+  rd_kafka_resp_err_t err;
+  int attempts = 0;
+  for (;;) {
+    int64_t left = deadline - kg_mono_ms();
+    attempts++;
+    err = injected_fault("metadata");
+    if (!err) err = rd_kafka_metadata(k->rk, 1, NULL, &md, (int)(left > 0 ? left : 1));
+    if (!err || !retriable(err) || kg_mono_ms() >= deadline) break;
+    KG_DEBUG("Metadata query to kafka.brokers=%s failed (%s); retrying", k->brokers, rd_kafka_err2str(err));
+    backoff(attempts, deadline);
+  }
+  if (err) {
+    char how[64];
+    tried_for(how, sizeof how, attempts, started);
+    return kg_fail(errbuf, KG_EKAFKA, "cannot reach Kafka at kafka.brokers=%s: %s (%s, kafka.metadata.timeout.ms=%lld)",
+                   k->brokers, rd_kafka_err2str(err), how, (long long)k->metadata_timeout_ms);
+  }
   kg_topic_meta_t *out = kg_xcalloc((size_t)md->topic_cnt, sizeof *out);
   size_t n = 0;
   for (int i = 0; i < md->topic_cnt; i++) {
@@ -186,29 +272,66 @@ int kg_kafka_offsets(kg_kafka_t *k, const char *topic, int32_t partition, int64_
 }
 
 /* One ListOffsets query for every partition: WHICH is RD_KAFKA_OFFSET_BEGINNING or RD_KAFKA_OFFSET_END,
- * which offsets_for_times sends as the special timestamps -2 and -1. */
+ * which offsets_for_times sends as the special timestamps -2 and -1. librdkafka answers a partition error (its
+ * leader moved, say) with that error for the whole query as well as for the partition, so the partitions with a
+ * retriable error are asked again, alone, until DEADLINE (monotonic ms); a partition still failing then fails the
+ * query with its last error. */
 static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, size_t n, int64_t which,
-                        int64_t *out, const char **errors, char *errbuf) {
-  rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)n);
+                        int64_t started, int64_t deadline, int64_t *out, const char **errors, char *errbuf) {
+  rd_kafka_resp_err_t *perr = kg_xcalloc(n, sizeof *perr);
+  size_t *pending = kg_xcalloc(n, sizeof *pending);
+  size_t npending = n;
   for (size_t i = 0; i < n; i++)
-    rd_kafka_topic_partition_list_add(list, topics[i], partitions[i])->offset = which;
-  rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(k->rk, list, (int)k->metadata_timeout_ms);
-  if (err && err != RD_KAFKA_RESP_ERR__PARTIAL) {
+    pending[i] = i;
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+  int attempts = 0;
+  while (npending > 0) {
+    attempts++;
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)npending);
+    for (size_t j = 0; j < npending; j++)
+      rd_kafka_topic_partition_list_add(list, topics[pending[j]], partitions[pending[j]])->offset = which;
+    int64_t left = deadline - kg_mono_ms();
+    err = injected_fault("offsets");
+    if (err) {
+      for (int j = 0; j < list->cnt; j++)
+        list->elems[j].err = err;
+    } else {
+      err = rd_kafka_offsets_for_times(k->rk, list, (int)(left > 0 ? left : 1));
+    }
+    /* The list keeps the order it was built in. */
+    size_t still = 0;
+    for (size_t j = 0; j < npending; j++) {
+      size_t i = pending[j];
+      rd_kafka_topic_partition_t *tp = &list->elems[j];
+      perr[i] = tp->err ? tp->err : err && err != RD_KAFKA_RESP_ERR__PARTIAL && tp->offset < 0 ? err : 0;
+      out[i] = tp->offset;
+      if (perr[i] && retriable(perr[i])) pending[still++] = i;
+    }
     rd_kafka_topic_partition_list_destroy(list);
-    return kg_fail(errbuf, KG_EKAFKA, "cannot fetch partition offsets from kafka.brokers=%s within %lld ms: %s",
-                   k->brokers, (long long)k->metadata_timeout_ms, rd_kafka_err2str(err));
+    npending = still;
+    if (npending == 0 || kg_mono_ms() >= deadline) break;
+    KG_DEBUG("Offsets of %zu partitions not answered yet (%s); retrying", npending,
+             rd_kafka_err2str(perr[pending[0]]));
+    backoff(attempts, deadline);
   }
-  /* The list keeps the order it was built in. */
-  for (size_t i = 0; i < n; i++) {
-    rd_kafka_topic_partition_t *tp = &list->elems[i];
-    out[i] = tp->offset;
-    if (tp->err && !errors[i])
-      errors[i] = rd_kafka_err2str(tp->err);
-    else if (tp->offset < 0 && !errors[i])
-      errors[i] = "no offset returned";
+  int rc = KG_OK;
+  for (size_t i = 0; i < n && !rc; i++) {
+    if (!perr[i]) {
+      if (out[i] < 0 && !errors[i]) errors[i] = "no offset returned";
+      continue;
+    }
+    char how[64];
+    tried_for(how, sizeof how, attempts, started);
+    if (n == 1 || perr[i] != err)
+      rc = kg_fail(errbuf, KG_EKAFKA, "cannot fetch the offsets of partition %s:%d from kafka.brokers=%s: %s (%s)",
+                   topics[i], partitions[i], k->brokers, rd_kafka_err2str(perr[i]), how);
+    else
+      rc = kg_fail(errbuf, KG_EKAFKA, "cannot fetch partition offsets from kafka.brokers=%s: %s (%s; first %s:%d)",
+                   k->brokers, rd_kafka_err2str(perr[i]), how, topics[i], partitions[i]);
   }
-  rd_kafka_topic_partition_list_destroy(list);
-  return KG_OK;
+  free(perr);
+  free(pending);
+  return rc;
 }
 
 int kg_kafka_offsets_bulk(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, size_t n,
@@ -216,9 +339,73 @@ int kg_kafka_offsets_bulk(kg_kafka_t *k, const char *const *topics, const int32_
   for (size_t i = 0; i < n; i++)
     errors[i] = NULL;
   if (n == 0) return KG_OK;
-  int rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_BEGINNING, earliest, errors, errbuf);
-  if (!rc) rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_END, latest, errors, errbuf);
+  int64_t started = kg_mono_ms(), deadline = started + k->metadata_timeout_ms;
+  int rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_BEGINNING, started, deadline, earliest, errors,
+                        errbuf);
+  if (!rc) rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_END, started, deadline, latest, errors, errbuf);
   return rc;
+}
+
+/* Partitions read at once by kg_kafka_peek: each has a fetcher whose first answer may bring up to a fetch's worth of
+ * records, so the batch bounds what planning holds in memory. */
+#define KG_PEEK_BATCH 64
+
+int kg_kafka_peek(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, const int64_t *offsets,
+                  size_t n, kg_fingerprint_t *found) {
+  int64_t deadline = kg_mono_ms() + k->metadata_timeout_ms;
+  size_t unanswered = 0;
+  for (size_t from = 0; from < n; from += KG_PEEK_BATCH) {
+    size_t m = n - from < KG_PEEK_BATCH ? n - from : KG_PEEK_BATCH;
+    rd_kafka_queue_t *q = rd_kafka_queue_new(k->rk);
+    rd_kafka_topic_t *rkts[KG_PEEK_BATCH] = {0};
+    bool waiting[KG_PEEK_BATCH] = {0};
+    size_t nwaiting = 0;
+    for (size_t j = 0; j < m; j++) {
+      size_t i = from + j;
+      found[i].set = false;
+      rkts[j] = rd_kafka_topic_new(k->rk, topics[i], NULL);
+      if (rkts[j] && rd_kafka_consume_start_queue(rkts[j], partitions[i], offsets[i], q) == 0) {
+        waiting[j] = true;
+        nwaiting++;
+      }
+    }
+    rd_kafka_message_t *msgs[256];
+    while (nwaiting > 0) {
+      int64_t left = deadline - kg_mono_ms();
+      if (left <= 0) break;
+      ssize_t got = rd_kafka_consume_batch_queue(q, (int)(left < 100 ? left : 100), msgs, 256);
+      for (ssize_t g = 0; g < got; g++) {
+        rd_kafka_message_t *msg = msgs[g];
+        const char *topic = msg->rkt ? rd_kafka_topic_name(msg->rkt) : "";
+        for (size_t j = 0; j < m; j++) {
+          size_t i = from + j;
+          if (!waiting[j] || partitions[i] != msg->partition || strcmp(topics[i], topic)) continue;
+          /* The first answer decides: a record, or the end of the partition or an error (nothing to compare). */
+          waiting[j] = false;
+          nwaiting--;
+          if (!msg->err) {
+            rd_kafka_timestamp_type_t tstype;
+            found[i] = kg_fingerprint_of(msg->offset, rd_kafka_message_timestamp(msg, &tstype), msg->key,
+                                         msg->key_len, msg->payload, msg->len);
+          }
+          break;
+        }
+        rd_kafka_message_destroy(msg);
+      }
+    }
+    unanswered += nwaiting;
+    for (size_t j = 0; j < m; j++) {
+      if (!rkts[j]) continue;
+      rd_kafka_consume_stop(rkts[j], partitions[from + j]);
+      rd_kafka_topic_destroy(rkts[j]);
+    }
+    rd_kafka_queue_destroy(q);
+  }
+  if (unanswered)
+    KG_WARN("%zu partitions did not answer within kafka.metadata.timeout.ms=%lld when their last pulled record was "
+            "read back; they are not checked for a recreated topic this run",
+            unanswered, (long long)k->metadata_timeout_ms);
+  return KG_OK;
 }
 
 int kg_kafka_fetch_start(kg_kafka_t *k, const char *topic, int32_t partition, int64_t offset, char *errbuf) {

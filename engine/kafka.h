@@ -3,6 +3,7 @@
 #define KG_KAFKA_H
 
 #include "config.h"
+#include "fingerprint.h"
 #include "kg_ffi.h"
 
 typedef struct kg_kafka kg_kafka_t;
@@ -18,7 +19,8 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf);
 void kg_kafka_destroy(kg_kafka_t *kafka);
 
 /* Every topic on the cluster, sorted by name. The array and its contents are the caller's, freed with
- * kg_kafka_free_topics. Fails with a clear message when no broker answers within the metadata timeout. */
+ * kg_kafka_free_topics. Errors that may pass are retried until the metadata timeout is used up; then it fails
+ * with a message naming the brokers, the last error and the time spent. */
 int kg_kafka_list_topics(kg_kafka_t *kafka, kg_topic_meta_t **topics, size_t *count, char *errbuf);
 void kg_kafka_free_topics(kg_topic_meta_t *topics, size_t count);
 
@@ -28,10 +30,18 @@ int kg_kafka_offsets(kg_kafka_t *kafka, const char *topic, int32_t partition, in
 
 /* The earliest and latest offsets of N partitions at once (two ListOffsets round trips per broker, not two
  * per partition). TOPICS[i]/PARTITIONS[i] in; EARLIEST[i]/LATEST[i] out, or ERRORS[i] (a static string,
- * NULL on success) for a partition the broker could not answer for. Fails as a whole only when no broker
- * answers. */
+ * NULL on success) for a partition the broker gave no offset for. Errors the cluster may recover from
+ * (a leader moving, a topic just created, a broker not answering) are retried with a short backoff until
+ * kafka.metadata.timeout.ms is used up; an error that remains then, or one that cannot be retried, fails the query
+ * with a message naming the partition, the error and the time spent. */
 int kg_kafka_offsets_bulk(kg_kafka_t *kafka, const char *const *topics, const int32_t *partitions, size_t n,
                           int64_t *earliest, int64_t *latest, const char **errors, char *errbuf);
+
+/* Reads back one record of each of N partitions: the first record at or after OFFSETS[i] of
+ * TOPICS[i]:PARTITIONS[i], as FOUND[i] (not set when the partition answered with its end, an error, or not at all
+ * within the metadata timeout, which is logged). The fetchers of a batch of partitions run at once. */
+int kg_kafka_peek(kg_kafka_t *kafka, const char *const *topics, const int32_t *partitions, const int64_t *offsets,
+                  size_t n, kg_fingerprint_t *found);
 
 /* Fetching one partition at a time: start at OFFSET, then take batches of record views until the range
  * is done. Views stay valid until the next kg_kafka_fetch or kg_kafka_fetch_stop. */

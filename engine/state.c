@@ -48,6 +48,15 @@ static const struct {
     {"runs", "skipped", "INTEGER"},
     {"runs", "quarantined", "INTEGER"},
     {"runs", "deleted", "INTEGER"},
+    {"partition_state", "log_start", "INTEGER"},
+    {"partition_state", "last_offset", "INTEGER"},
+    {"partition_state", "last_timestamp", "INTEGER"},
+    {"partition_state", "last_hash", "INTEGER"},
+    {"pending_partitions", "log_start", "INTEGER"},
+    {"pending_partitions", "update_last", "INTEGER"},
+    {"pending_partitions", "last_offset", "INTEGER"},
+    {"pending_partitions", "last_timestamp", "INTEGER"},
+    {"pending_partitions", "last_hash", "INTEGER"},
 };
 
 /* True when TABLE has COLUMN. */
@@ -155,7 +164,8 @@ int kg_state_partitions(kg_state_t *s, kg_partition_state_t **out, size_t *count
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(s->db,
                          "SELECT topic, partition, next_offset, avg_record_millis, avg_record_size, records_pulled,"
-                         " updated_ms FROM partition_state ORDER BY topic, partition",
+                         " updated_ms, log_start, last_offset, last_timestamp, last_hash FROM partition_state"
+                         " ORDER BY topic, partition",
                          -1, &st, NULL) != SQLITE_OK)
     return db_fail(s, errbuf, "cannot read partitions");
   size_t n = 0, cap = 0;
@@ -176,6 +186,12 @@ int kg_state_partitions(kg_state_t *s, kg_partition_state_t **out, size_t *count
     p->avg_record_size = sqlite3_column_double(st, 4);
     p->records_pulled = sqlite3_column_int64(st, 5);
     p->updated_ms = sqlite3_column_int64(st, 6);
+    p->has_log_start = sqlite3_column_type(st, 7) != SQLITE_NULL;
+    p->log_start = sqlite3_column_int64(st, 7);
+    p->last.set = sqlite3_column_type(st, 8) != SQLITE_NULL && sqlite3_column_type(st, 10) != SQLITE_NULL;
+    p->last.offset = sqlite3_column_int64(st, 8);
+    p->last.timestamp = sqlite3_column_int64(st, 9);
+    p->last.hash = sqlite3_column_int64(st, 10);
   }
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) {
@@ -235,7 +251,11 @@ int kg_state_commit_begin(kg_state_t *s, const char *job_id, const kg_move_t *mo
   if (rc) return rc;
   sqlite3_stmt *mv = NULL, *pp = NULL;
   if (sqlite3_prepare_v2(s->db, "INSERT INTO pending_moves VALUES(?,?,?,?)", -1, &mv, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(s->db, "INSERT INTO pending_partitions VALUES(?,?,?,?,?,?,?,?)", -1, &pp, NULL) != SQLITE_OK) {
+      sqlite3_prepare_v2(s->db,
+                         "INSERT INTO pending_partitions(job_id, topic, partition, next_offset, has_stats,"
+                         " avg_record_millis, avg_record_size, records_pulled, log_start, update_last, last_offset,"
+                         " last_timestamp, last_hash) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         -1, &pp, NULL) != SQLITE_OK) {
     rc = db_fail(s, errbuf, "cannot record the commit");
     goto out;
   }
@@ -258,6 +278,20 @@ int kg_state_commit_begin(kg_state_t *s, const char *job_id, const kg_move_t *mo
     sqlite3_bind_double(pp, 6, p->avg_record_millis);
     sqlite3_bind_double(pp, 7, p->avg_record_size);
     sqlite3_bind_int64(pp, 8, p->records_pulled);
+    if (p->has_log_start)
+      sqlite3_bind_int64(pp, 9, p->log_start);
+    else
+      sqlite3_bind_null(pp, 9);
+    sqlite3_bind_int(pp, 10, p->update_last);
+    if (p->update_last && p->last.set) {
+      sqlite3_bind_int64(pp, 11, p->last.offset);
+      sqlite3_bind_int64(pp, 12, p->last.timestamp);
+      sqlite3_bind_int64(pp, 13, p->last.hash);
+    } else {
+      sqlite3_bind_null(pp, 11);
+      sqlite3_bind_null(pp, 12);
+      sqlite3_bind_null(pp, 13);
+    }
     if (sqlite3_step(pp) != SQLITE_DONE) rc = db_fail(s, errbuf, "cannot record the commit");
   }
 out:
@@ -275,17 +309,26 @@ int kg_state_commit_finish(kg_state_t *s, const char *job_id, char *errbuf) {
   if (rc) return rc;
   char now[32];
   snprintf(now, sizeof now, "%lld", (long long)kg_now_ms());
+  /* The last record's fingerprint is replaced only where the commit says so (update_last; a journal written by an
+   * older kingest has NULL there and keeps it). */
   char *upsert = kg_xasprintf(
       "INSERT INTO partition_state(topic, partition, next_offset, avg_record_millis, avg_record_size,"
-      " records_pulled, job_id, updated_ms)"
-      " SELECT topic, partition, next_offset,"
-      "  CASE WHEN has_stats THEN avg_record_millis END, CASE WHEN has_stats THEN avg_record_size END,"
-      "  CASE WHEN has_stats THEN records_pulled END, job_id, %s FROM pending_partitions WHERE job_id = ?1 AND true"
+      " records_pulled, job_id, updated_ms, log_start, last_offset, last_timestamp, last_hash)"
+      " SELECT p.topic, p.partition, p.next_offset,"
+      "  CASE WHEN p.has_stats THEN p.avg_record_millis END, CASE WHEN p.has_stats THEN p.avg_record_size END,"
+      "  CASE WHEN p.has_stats THEN p.records_pulled END, p.job_id, %s, p.log_start,"
+      "  CASE WHEN p.update_last THEN p.last_offset ELSE s.last_offset END,"
+      "  CASE WHEN p.update_last THEN p.last_timestamp ELSE s.last_timestamp END,"
+      "  CASE WHEN p.update_last THEN p.last_hash ELSE s.last_hash END"
+      " FROM pending_partitions p LEFT JOIN partition_state s ON s.topic = p.topic AND s.partition = p.partition"
+      " WHERE p.job_id = ?1 AND true"
       " ON CONFLICT(topic, partition) DO UPDATE SET next_offset = excluded.next_offset,"
       "  avg_record_millis = coalesce(excluded.avg_record_millis, avg_record_millis),"
       "  avg_record_size = coalesce(excluded.avg_record_size, avg_record_size),"
       "  records_pulled = coalesce(excluded.records_pulled, records_pulled),"
-      "  job_id = excluded.job_id, updated_ms = excluded.updated_ms",
+      "  job_id = excluded.job_id, updated_ms = excluded.updated_ms,"
+      "  log_start = coalesce(excluded.log_start, log_start), last_offset = excluded.last_offset,"
+      "  last_timestamp = excluded.last_timestamp, last_hash = excluded.last_hash",
       now);
   rc = exec1(s, upsert, job_id, errbuf);
   free(upsert);
@@ -443,7 +486,9 @@ int kg_state_set_offset(kg_state_t *s, const char *topic, int32_t partition, int
           s->db,
           "INSERT INTO partition_state(topic, partition, next_offset, job_id, updated_ms)"
           " VALUES(?1, ?2, ?3, 'set-offset', ?4) ON CONFLICT(topic, partition) DO UPDATE SET"
-          " next_offset = excluded.next_offset, job_id = excluded.job_id, updated_ms = excluded.updated_ms",
+          " next_offset = excluded.next_offset, job_id = excluded.job_id, updated_ms = excluded.updated_ms,"
+          /* The operator chose the offset: what told a recreated log apart no longer applies to it. */
+          " log_start = NULL, last_offset = NULL, last_timestamp = NULL, last_hash = NULL",
           -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, errbuf, "cannot write the partition");
     goto out;

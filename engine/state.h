@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "fingerprint.h"
 #include "kg_common.h"
 
 typedef struct kg_state kg_state_t;
@@ -18,6 +19,10 @@ typedef struct {
   double avg_record_size;   /* average bytes per record, same run */
   int64_t records_pulled;   /* records of that run */
   int64_t updated_ms;       /* when this row was last committed */
+  bool has_log_start;       /* false: not known (stored by an older kingest, or by state set-offset) */
+  int64_t log_start;        /* the broker's earliest offset when the run that committed this row planned it */
+  kg_fingerprint_t last;    /* the last record pulled from the partition (not set: none known) */
+  bool update_last;         /* commit only: store LAST (clearing it when it is not set); false keeps it */
 } kg_partition_state_t;
 
 typedef struct {

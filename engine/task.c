@@ -423,6 +423,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
         if (rc) return rc;
       }
       next = (int64_t)records[keep - 1].offset + 1;
+      res->last = kg_fingerprint_record(&records[keep - 1]);
       run->task_records += keep;
       atomic_store(&t->live_read, run->task_records);
       atomic_store(&t->live_written, run->records_written);

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "config.h"
+#include "fingerprint.h"
 #include "metrics.h"
 #include "workunit.h"
 
@@ -25,6 +26,7 @@ typedef struct {
   bool fetch_failed;   /* the fetch stopped with an error before the high watermark */
   bool premature_stop; /* an extract limit ended the unit before its high watermark */
   char stop_reason[160];
+  kg_fingerprint_t last; /* the last record pulled (set when records > 0): tells a recreated log next run */
 } kg_unit_result_t;
 
 /* One output file of a task. */

@@ -1,6 +1,7 @@
 /* workunit.c: which topics are pulled and where each partition starts. */
 #include "workunit.h"
 
+#include <ctype.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,77 @@ kg_offset_decision_t kg_offset_decide(kg_bootstrap_t bootstrap, kg_reset_t reset
   case KG_RESET_SKIP: d.pull = false; break;
   }
   return d;
+}
+
+kg_offset_decision_t kg_offset_plan(kg_offset_policy_t policy, const kg_partition_facts_t *f) {
+  kg_offset_decision_t d = {.pull = true, .low = f->latest};
+  if (!f->move_to_latest && !f->has_stored && f->topic_known && policy.new_partition != KG_NEW_PARTITION_BOOTSTRAP) {
+    d.reason = KG_START_NEW_PARTITION;
+    d.low = policy.new_partition == KG_NEW_PARTITION_EARLIEST ? f->earliest : f->latest;
+    return d;
+  }
+  if (!f->move_to_latest && f->has_stored && f->recreated) {
+    d.reason = KG_START_RECREATED;
+    switch (policy.reset) {
+    case KG_RESET_EARLIEST:
+    case KG_RESET_NEAREST: d.low = f->earliest; break;
+    case KG_RESET_LATEST: d.low = f->latest; break;
+    case KG_RESET_SKIP: d.pull = false; break;
+    }
+    return d;
+  }
+  return kg_offset_decide(policy.bootstrap, policy.reset, f->move_to_latest, f->has_stored, f->stored, f->earliest,
+                          f->latest);
+}
+
+bool kg_topic_is_name(const char *p) {
+  if (!*p) return false;
+  for (; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-')) return false;
+  return true;
+}
+
+/* Edit distance between A and B, or LIMIT + 1 once it is sure to exceed LIMIT. */
+static size_t distance(const char *a, const char *b, size_t limit) {
+  size_t n = strlen(a), m = strlen(b);
+  if ((n > m ? n - m : m - n) > limit || m >= 256) return limit + 1;
+  size_t row[256];
+  for (size_t j = 0; j <= m; j++)
+    row[j] = j;
+  for (size_t i = 1; i <= n; i++) {
+    size_t diag = row[0], best = row[0] = i;
+    for (size_t j = 1; j <= m; j++) {
+      size_t up = row[j], v = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < v) v = up + 1;
+      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+      row[j] = v;
+      diag = up;
+      if (v < best) best = v;
+    }
+    if (best > limit) return limit + 1;
+  }
+  return row[m];
+}
+
+const char *kg_topic_nearest(const char *name, const char *const *names, size_t n) {
+  size_t limit = strlen(name) / 3;
+  if (limit < 1) limit = 1;
+  if (limit > 3) limit = 3;
+  const char *best = NULL;
+  size_t best_d = limit + 1;
+  for (size_t i = 0; i < n; i++) {
+    size_t d = distance(name, names[i], limit);
+    if (d < best_d) {
+      best_d = d;
+      best = names[i];
+    }
+  }
+  return best;
+}
+
+void kg_topic_filter_names(const kg_topic_filter_t *f, void (*fn)(void *ctx, const char *name), void *ctx) {
+  for (size_t i = 0; i < f->white.count; i++)
+    if (kg_topic_is_name(f->white.sources[i])) fn(ctx, f->white.sources[i]);
 }
 
 void kg_workunit_clear(kg_workunit_t *wu) {

@@ -240,8 +240,8 @@ describe("kingest plan", function()
       assert.are.equal(1, code, err)
       assert.are.equal("", out)
       assert.is_true(ms < 6000, "took " .. ms .. " ms")
-      assert.are.equal("kingest: cannot reach Kafka at kafka.brokers=127.0.0.1:1 within 2000 ms",
-        H.last_line(err):match("^(kingest: cannot reach Kafka at kafka.brokers=127.0.0.1:1 within 2000 ms)"), err)
+      assert.matches("^kingest: cannot reach Kafka at kafka%.brokers=127%.0%.0%.1:1: .* %(%a+ %a* ?%d+ ms, " ..
+        "kafka%.metadata%.timeout%.ms=2000%)$", H.last_line(err))
     end
     assert.same({ "job.lua" }, H.files(work))
   end)
