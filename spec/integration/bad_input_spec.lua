@@ -168,6 +168,38 @@ describe("a run with bad input", function()
       picks_up_exactly_the_new_records(c)
     end)
 
+    -- Misspelt hooks were ignored: the raw records were written and the offsets moved past them.
+    for _, case in ipairs({
+      { "decoderecord", "  decoderecord = function(record) return record:value():upper() end,",
+        "decoderecord is a function", "did you mean decodeRecord?" },
+      { "convertors", "  convertors = { function(v) return v:value():upper() end },",
+        "convertors is a list of functions", "did you mean converters?" },
+      { "estimate_size", "  estimate_size = function() return 1 end,",
+        "estimate_size is a function", "did you mean estimateSize?" },
+      { "nested", "  kafka = { decodeRecord = function(record) return record end },",
+        "kafka.decodeRecord is a function", "did you mean decodeRecord, at the top of the job table?" },
+    }) do
+      it("refuses a misspelt or misplaced hook (" .. case[1] .. ") before anything is pulled", function()
+        local c = ran_once("hook_" .. case[1], "lua")
+        H.spit(c.file, lua_text(c, { raw = case[2], decode = false }))
+        local last = fails_cleanly(c, c.file, { c.file .. ": " .. case[3],
+          "but kingest calls only the job table's decodeRecord, converters, estimateSize and source", case[4] })
+        assert.are.equal("kingest: " .. c.file .. ": " .. case[3] .. ", but kingest calls only the job table's " ..
+          "decodeRecord, converters, estimateSize and source; " .. case[4], last)
+        picks_up_exactly_the_new_records(c)
+      end)
+    end
+
+    it("refuses a source that does not exist, listing the sources kingest provides, before anything is pulled", function()
+      local c = ran_once("source_jsn", "lua")
+      H.spit(c.file, lua_text(c, { raw = '  source = "gobblin.source.kafka_jsn",', decode = false }))
+      local last = fails_cleanly(c, c.file, {})
+      assert.are.equal("kingest: " .. c.file .. ": source gobblin.source.kafka_jsn cannot be loaded (did you mean " ..
+        "gobblin.source.kafka_json? kingest provides gobblin.source.kafka_json, gobblin.source.kafka_csv, " ..
+        "gobblin.source.kafka_simple): module 'gobblin.source.kafka_jsn' not found:", last)
+      picks_up_exactly_the_new_records(c)
+    end)
+
     it("refuses a kafka.consumer setting the engine relies on, in the nested form too", function()
       local c = ran_once("consumer_lua", "lua")
       H.spit(c.file, lua_text(c, { raw = '  kafka = { consumer = { ["auto.offset.reset"] = "earliest" } },' }))
