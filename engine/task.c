@@ -301,9 +301,10 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
         const kg_record_t *bad = &records[batch.next - 1];
         char stage[64];
         kg_lua_stage(lua, stage, sizeof stage);
-        /* A module the script cannot find is a broken job, not a bad record: skipping would skip every record
-         * and move the offsets past them, so the task fails whatever decode.error.policy says. */
-        if (strstr(lerr, "module '") && strstr(lerr, "' not found"))
+        /* A module the script cannot find, or a record view used as a string, is a broken job, not a bad
+         * record: skipping would skip every record and move the offsets past them, so the task fails whatever
+         * decode.error.policy says. */
+        if ((strstr(lerr, "module '") && strstr(lerr, "' not found")) || strstr(lerr, KG_RECORD_NOT_A_STRING))
           return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f: %s", stage, wu->topic, wu->partition,
                          bad->offset, lerr);
         res->decode_errors++;

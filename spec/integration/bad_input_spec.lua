@@ -200,6 +200,27 @@ describe("a run with bad input", function()
       picks_up_exactly_the_new_records(c)
     end)
 
+    -- With skip (the default policy), the failing converter used to skip every record and commit.
+    for _, case in ipairs({
+      { "upper", "return v:upper()", "a record view is not a string: it has no method or field 'upper'; call " ..
+        "rec:value() for the payload" },
+      { "concat", 'return v .. "!"', "a record view is not a string: it cannot be concatenated with ..; call " ..
+        "rec:value() for the payload" },
+      { "find", 'return string.find(v, "first") and v', "(string expected, got cdata): a record view is not a " ..
+        "string: call rec:value() for the payload" },
+    }) do
+      it("fails the task, whatever decode.error.policy, when a converter uses the record view as a string (" ..
+        case[1] .. ")", function()
+        local c = ran_once("view_" .. case[1], "lua")
+        local text = lua_text(c, { raw = "  converters = { function(v) " .. case[2] .. " end },", decode = false })
+        H.spit(c.file, text)
+        -- A string function's own error has no line of the script; the others point at the converter.
+        local where = case[1] == "find" and "" or (c.file .. ":" .. line_of(text, "converters = ") .. ": ")
+        fails_cleanly(c, c.file, { "converter 1 failed for " .. c.topic .. ":0 at offset 2", where .. case[3] })
+        picks_up_exactly_the_new_records(c)
+      end)
+    end
+
     it("refuses a kafka.consumer setting the engine relies on, in the nested form too", function()
       local c = ran_once("consumer_lua", "lua")
       H.spit(c.file, lua_text(c, { raw = '  kafka = { consumer = { ["auto.offset.reset"] = "earliest" } },' }))

@@ -117,6 +117,34 @@ describe("gobblin.runtime", function()
       assert.has_error(function() runtime.processor(path) end,
         path .. ": converters must be an array of functions; it has a key x")
     end)
+
+    it("get the record view when the job has no source and no decodeRecord, and using it as a string is an error " ..
+      "that names what was tried and fails every record", function()
+      local hint = "; call rec:value() for the payload (a converter gets the record view when the job has no " ..
+        "source and no decodeRecord, or when decodeRecord returns it)"
+      local cases = {
+        { "return r:upper()", "it has no method or field 'upper'" },
+        { "return (r:gsub('a', 'b'))", "it has no method or field 'gsub'" },
+        { "return r .. '!'", "it cannot be concatenated with .." },
+        { "return '!' .. r", "it cannot be concatenated with .." },
+        { "return tostring(#r)", "#rec is not its length (rec.value_len is)" },
+      }
+      for _, case in ipairs(cases) do
+        local path = B.job_file("return { converters = {\n  function(r) " .. case[1] .. " end } }")
+        local out, errors = B.run(runtime.processor(path), { { value = "a" }, { value = "b" } })
+        assert.same({}, out)
+        assert.are.equal(2, #errors, case[1])
+        assert.are.equal("converter 1", errors[1].stage)
+        assert.are.equal(path .. ":2: a record view is not a string: " .. case[2] .. hint,
+          errors[1].message:match("^[^\n]*"), case[1])
+      end
+      -- What the view is for still works, and a view passed through is written as its payload.
+      local p = processor([[return { converters = { function(r) return r:value() .. "|" .. r.offset .. "|" .. r:topic() end,
+        function(s) return s:upper() end } }]])
+      assert.same({ "A|7|T" }, (B.run(p, { { value = "a", offset = 7, topic = "t" } })))
+      p = processor([[return { converters = { function(r) return r end } }]])
+      assert.same({ "a" }, (B.run(p, { { value = "a" } })))
+    end)
   end)
 
   describe("loading a job", function()
