@@ -236,15 +236,15 @@ static size_t edit_distance(const char *a, const char *b, size_t limit) {
   return row[m];
 }
 
-/* A documented property within two edits of NAME (a likely typo), or NULL. One that differs only in case
- * is the likeliest. */
-static const char *nearest_property(const char *name) {
+/* A documented property within two edits of NAME (a likely typo), or NULL; with STANDALONE_ONLY, only those
+ * a standalone run reads. One that differs only in case is the likeliest. */
+static const char *nearest_property(const char *name, bool standalone_only) {
   size_t n;
   const kg_property_doc_t *docs = kg_config_property_docs(&n);
   const char *best = NULL;
   size_t best_d = 3;
   for (size_t i = 0; i < n; i++) {
-    if (strchr(docs[i].name, '*')) continue;
+    if (strchr(docs[i].name, '*') || (standalone_only && docs[i].mode == 1)) continue;
     if (!strcasecmp(name, docs[i].name)) return docs[i].name;
     size_t d = edit_distance(name, docs[i].name, 2);
     if (d < best_d) {
@@ -280,11 +280,9 @@ static char *near_consumer_key(const char *name) {
   return edit_distance(head, "kafka.consumer", 2) <= 2 ? kg_xasprintf("kafka.consumer%s", rest) : NULL;
 }
 
-static bool is_mapreduce_only(const char *name) {
-  const kg_property_doc_t *d = doc_for(name);
-  if (d) return d->mode == 1;
-  return !strncmp(name, "mapreduce.", 10) || !strncmp(name, "mapred.", 7) ||
-         (!strncmp(name, "mr.", 3) && strcmp(name, "mr.job.max.mappers"));
+/* The namespaces of MapReduce and Hadoop properties, which change nothing in a standalone run. */
+static bool is_mapreduce_name(const char *name) {
+  return !strncmp(name, "mapreduce.", 10) || !strncmp(name, "mapred.", 7) || !strncmp(name, "mr.", 3);
 }
 
 int kg_config_parse_enum(const char *property, const char *origin, const char *value, const char *const *allowed,
@@ -572,6 +570,7 @@ static int check_keys(const kg_props_t *p, char *errbuf) {
   for (size_t i = 0; i < kg_props_count(p) && rc == KG_OK; i++) {
     const char *key = kg_props_key_at(p, i), *value = kg_props_value_at(p, i);
     const char *near = NULL;
+    const kg_property_doc_t *doc;
     char *consumer = NULL, *warning = NULL;
     int row;
     if (!strncmp(key, "kafka.consumer.", 15)) {
@@ -579,17 +578,18 @@ static int check_keys(const kg_props_t *p, char *errbuf) {
         if (!strcmp(key + 15, engine_consumer_settings[j].name))
           rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s cannot be set: %s", origin_of(p, key), key, value,
                        engine_consumer_settings[j].why);
-    } else if (is_mapreduce_only(key)) {
-      kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
-    } else if (doc_for(key)) {
-      continue;
+    } else if ((doc = doc_for(key))) {
+      if (doc->mode == 1) kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
     } else if ((row = ignored_row(key, value)) >= 0) {
       if (gobblin_ignored[row].instead)
         warning = kg_xasprintf("%s: %s=%s is not implemented: %s", origin_of(p, key), key, value,
                                gobblin_ignored[row].instead);
-    } else if ((near = nearest_property(key)) || (consumer = near_consumer_key(key))) {
+    } else if ((near = nearest_property(key, is_mapreduce_name(key))) || (consumer = near_consumer_key(key))) {
+      /* mr.job.max.maper would otherwise pass as MapReduce-only, and the run would use 100 tasks. */
       kg_buf_appendf(&typos, "%s%s: unknown property %s; did you mean %s?", typos.len ? "; " : "", origin_of(p, key),
                      key, near ? near : consumer);
+    } else if (is_mapreduce_name(key)) {
+      kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
     } else if ((near = nearest_ignored(key))) {
       warning = kg_xasprintf("%s: unknown property %s%s; did you mean %s?", origin_of(p, key), key,
                              strict ? "" : " (ignored)", near);

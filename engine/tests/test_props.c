@@ -207,6 +207,13 @@ static void test_typos(void) {
             KG_EINVAL);
   CHECK_STR(err, "job.pull:3: unknown property kafka.consumr.fetch.wait.max.ms; did you mean "
                  "kafka.consumer.fetch.wait.max.ms?");
+  /* In the MapReduce namespaces too, a near-miss of a property a standalone run reads is an error; one of a
+   * MapReduce-only property is not (the key is MapReduce-only either way). */
+  CHECK_INT(config_from("kafka.brokers=b:1\nmr.job.max.maper=4\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: unknown property mr.job.max.maper; did you mean mr.job.max.mappers?");
+  CHECK_INT(config_from("kafka.brokers=b:1\nmr.job.root.dirs=/w\nmapreduce.job.reduces=0\n", &c, err), KG_OK);
+  kg_config_destroy(c);
+  c = NULL;
   /* Without kafka.brokers, the typo is what the user needs to hear about. */
   CHECK_INT(config_from("kafka.broker=b:1\n", &c, err), KG_EINVAL);
   CHECK_STR(err, "job.pull:1: unknown property kafka.broker; did you mean kafka.brokers?");
