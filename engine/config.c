@@ -15,6 +15,10 @@ static const kg_property_doc_t property_docs[] = {
     {"job.description", NULL, "Description of the job (informational).", 0},
     {"job.lock.enabled", "true", "Refuse to start while another run of the same job holds the lock.", 0},
     {"job.lock.dir", "<work dir>/locks", "Folder of the job lock files.", 0},
+    {"job.strict", "false",
+     "Refuse to run a job with properties kingest does not know or does not implement (kingest run --strict), "
+     "instead of a WARN for each.",
+     0},
     {"kafka.brokers", NULL, "Comma-separated host:port list of Kafka brokers. Required.", 0},
     {"topic.whitelist", ".*", "Comma-separated regexes (whole-name match) of the topics to pull.", 0},
     {"topic.blacklist", "", "Comma-separated regexes of topics never to pull; wins over the whitelist.", 0},
@@ -87,7 +91,10 @@ static const kg_property_doc_t property_docs[] = {
     {"kafka.fetch.timeout.ms", "30000", "Longest wait for the next record of a partition's range.", 0},
     {"kafka.fetch.batch.size", "1000", "Records handed to the script per call.", 0},
     {"kafka.consumer.*", NULL,
-     "Passed to librdkafka as the property after the prefix (e.g. kafka.consumer.security.protocol).", 0},
+     "Passed to librdkafka as the property after the prefix (e.g. kafka.consumer.security.protocol); the settings "
+     "kingest relies on (enable.partition.eof, auto.offset.reset, enable.auto.commit, enable.auto.offset.store, "
+     "offset.store.method, bootstrap.servers, metadata.broker.list, group.id, group.instance.id) are refused.",
+     0},
     {"decode.error.policy", "skip",
      "A record whose decodeRecord or a converter fails: skip (counted), fail, or quarantine (written with its error to "
      "<FP>/_errors).",
@@ -135,16 +142,96 @@ static const kg_property_doc_t *doc_for(const char *name) {
   return NULL;
 }
 
-/* Properties every Gobblin job carries that kingest reads no further: accepted without a warning. */
-static bool is_quietly_accepted(const char *name) {
-  static const char *prefixes[] = {
-      "gobblin.",     "metrics.",  "source.", "writer.",         "data.publisher.", "extract.",
-      "job.",         "task.",     "kafka.",  "qualitychecker.", "converter.",      "fork.",
-      "state.store.", "workunit.", "mr.",     "mapreduce.",      "mapred.",         NULL};
-  for (int i = 0; prefixes[i]; i++)
-    if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return true;
-  return false;
+/* Gobblin properties kingest does not read. The first row that matches a key decides: a row with a VALUE
+ * matches that value only (compared case-insensitively), a row without matches any. A row without INSTEAD is
+ * harmless to ignore: it changes nothing in a standalone run's output or its meaning. A row with INSTEAD would
+ * change the output or the meaning of a Gobblin run; INSTEAD says what kingest does instead, in a WARN (an
+ * error with job.strict). Any other unknown key gets a generic WARN. */
+static const struct {
+  const char *name;
+  const char *value;   /* NULL: any value */
+  const char *instead; /* NULL: harmless */
+} gobblin_ignored[] = {
+    /* Harmless: Gobblin's own machinery, or a value that asks for what kingest does anyway. */
+    {"job.runonce", "true", NULL},
+    {"job.disabled", "false", NULL},
+    {"job.commit.parallelize", NULL, NULL},
+    {"gobblin.kafka.consumerClient.class", NULL, NULL},
+    {"task.status.reportintervalinms", NULL, NULL},
+    {"metrics.reporting.jmx.enabled", "false", NULL},
+    {"metrics.reporting.kafka.enabled", "false", NULL},
+    {"metrics.reporting.graphite.enabled", "false", NULL},
+    {"metrics.reporting.influxdb.enabled", "false", NULL},
+    {"job.history.store.enabled", "false", NULL},
+    {"data.publisher.replace.final.dir", "false", NULL},
+    {"extract.table.type", "append_only", NULL},
+    /* Not implemented: the run's output or meaning differs from Gobblin's. */
+    {"job.schedule", NULL, "kingest runs the job once per `kingest run`; schedule that with cron or a systemd timer"},
+    {"job.runonce", NULL, "kingest runs the job once per `kingest run`; schedule that with cron or a systemd timer"},
+    {"job.disabled", NULL, "kingest runs the job whenever `kingest run` starts it"},
+    {"writer.codec.type", NULL, "files are written uncompressed"},
+    {"writer.partitioner.class", NULL,
+     "records are not partitioned: a task writes one file per topic, in writer.file.path.type's folder"},
+    {"writer.file.max.size", NULL, "a task writes one file per topic, whatever its size"},
+    {"writer.staging.dir", NULL, "staging files go under task.data.root.dir"},
+    {"writer.output.dir", NULL, "task output goes under task.data.root.dir"},
+    {"converter.classes", NULL,
+     "records are written as the source gives them; converters are Lua functions (converters in a job.lua)"},
+    {"kafka.deserializer.type", NULL,
+     "records are the payload's bytes; decode them in a job.lua (decodeRecord, or source = "
+     "\"gobblin.source.kafka_json\")"},
+    {"kafka.schema.registry.url", NULL, "no schema registry is read; records are the payload's bytes"},
+    {"kafka.schema.registry.class", NULL, "no schema registry is read; records are the payload's bytes"},
+    {"fork.branches", NULL, "every record goes to one branch: one writer, one output"},
+    {"fork.operator.class", NULL, "every record goes to one branch: one writer, one output"},
+    {"qualitychecker.task.policies", NULL, "no quality check is made: every task's output is published"},
+    {"qualitychecker.task.policy.types", NULL, "no quality check is made: every task's output is published"},
+    {"qualitychecker.row.policies", NULL, "no quality check is made: every record is written"},
+    {"qualitychecker.row.policy.types", NULL, "no quality check is made: every record is written"},
+    {"data.publisher.replace.final.dir", NULL, "published files are added to the final folder; nothing is replaced"},
+    {"extract.table.type", NULL, "the table type is APPEND_ONLY (writer.file.path.type=default ends in _append)"},
+    {"metrics.reporting.jmx.enabled", NULL, "metrics go to the metrics file only (metrics.reporting.file.enabled)"},
+    {"metrics.reporting.kafka.enabled", NULL, "metrics go to the metrics file only (metrics.reporting.file.enabled)"},
+    {"metrics.reporting.graphite.enabled", NULL,
+     "metrics go to the metrics file only (metrics.reporting.file.enabled)"},
+    {"metrics.reporting.influxdb.enabled", NULL,
+     "metrics go to the metrics file only (metrics.reporting.file.enabled)"},
+    {"job.history.store.enabled", NULL, "the run history is kept in the job's state database (kingest state history)"},
+};
+
+/* The row of gobblin_ignored for KEY=VALUE, or -1. */
+static int ignored_row(const char *key, const char *value) {
+  char tmp[256];
+  snprintf(tmp, sizeof tmp, "%s", value ? value : "");
+  const char *v = kg_strtrim(tmp);
+  for (size_t i = 0; i < sizeof gobblin_ignored / sizeof gobblin_ignored[0]; i++)
+    if (!strcmp(key, gobblin_ignored[i].name) &&
+        (!gobblin_ignored[i].value || !strcasecmp(v, gobblin_ignored[i].value)))
+      return (int)i;
+  return -1;
 }
+
+/* librdkafka settings that kingest's reading relies on: kafka.consumer.<name> may not change them. */
+static const struct {
+  const char *name;
+  const char *why;
+} engine_consumer_settings[] = {
+    {"enable.partition.eof",
+     "kingest relies on enable.partition.eof=true to see where each partition ends (without it a run stops short "
+     "of the end); remove it"},
+    {"auto.offset.reset", "kingest decides where an out-of-range offset goes on: use reset.on.offset.out.of.range "
+                          "(and bootstrap.with.offset for partitions without a stored offset)"},
+    {"enable.auto.commit", "kingest stores offsets in its state database when a run commits; remove it"},
+    {"auto.commit.enable", "kingest stores offsets in its state database when a run commits; remove it"},
+    {"enable.auto.offset.store", "kingest stores offsets in its state database when a run commits; remove it"},
+    {"offset.store.method", "kingest stores offsets in its state database when a run commits; remove it"},
+    {"bootstrap.servers", "use kafka.brokers"},
+    {"metadata.broker.list", "use kafka.brokers"},
+    {"group.id", "kingest joins no consumer group: it assigns partitions itself and stores offsets in its state "
+                 "database, not in the group; remove it"},
+    {"group.instance.id", "kingest joins no consumer group: it assigns partitions itself and stores offsets in its "
+                          "state database, not in the group; remove it"},
+};
 
 /* Edit distance between A and B, stopping early once it exceeds LIMIT. */
 static size_t edit_distance(const char *a, const char *b, size_t limit) {
@@ -169,14 +256,16 @@ static size_t edit_distance(const char *a, const char *b, size_t limit) {
   return row[m];
 }
 
-/* A documented property within two edits of NAME (a likely typo), or NULL. */
-static const char *nearest_property(const char *name) {
+/* A documented property within two edits of NAME (a likely typo), or NULL; with STANDALONE_ONLY, only those
+ * a standalone run reads. One that differs only in case is the likeliest. */
+static const char *nearest_property(const char *name, bool standalone_only) {
   size_t n;
   const kg_property_doc_t *docs = kg_config_property_docs(&n);
   const char *best = NULL;
   size_t best_d = 3;
   for (size_t i = 0; i < n; i++) {
-    if (strchr(docs[i].name, '*')) continue;
+    if (strchr(docs[i].name, '*') || (standalone_only && docs[i].mode == 1)) continue;
+    if (!strcasecmp(name, docs[i].name)) return docs[i].name;
     size_t d = edit_distance(name, docs[i].name, 2);
     if (d < best_d) {
       best_d = d;
@@ -186,11 +275,34 @@ static const char *nearest_property(const char *name) {
   return best;
 }
 
-static bool is_mapreduce_only(const char *name) {
-  const kg_property_doc_t *d = doc_for(name);
-  if (d) return d->mode == 1;
-  return !strncmp(name, "mapreduce.", 10) || !strncmp(name, "mapred.", 7) ||
-         (!strncmp(name, "mr.", 3) && strcmp(name, "mr.job.max.mappers"));
+/* A row of gobblin_ignored within two edits of NAME (and not NAME itself), or NULL. */
+static const char *nearest_ignored(const char *name) {
+  const char *best = NULL;
+  size_t best_d = 3;
+  for (size_t i = 0; i < sizeof gobblin_ignored / sizeof gobblin_ignored[0]; i++) {
+    size_t d = edit_distance(name, gobblin_ignored[i].name, 2);
+    if (d > 0 && d < best_d) {
+      best_d = d;
+      best = gobblin_ignored[i].name;
+    }
+  }
+  return best;
+}
+
+/* NAME with its first two components within two edits of kafka.consumer (kafka.consumr.fetch.wait.max.ms):
+ * the name meant, as a new string, or NULL. */
+static char *near_consumer_key(const char *name) {
+  const char *dot = strchr(name, '.');
+  const char *rest = dot ? strchr(dot + 1, '.') : NULL;
+  if (!rest || !rest[1] || (size_t)(rest - name) >= 64 || !strncmp(name, "kafka.consumer.", 15)) return NULL;
+  char head[64];
+  snprintf(head, sizeof head, "%.*s", (int)(rest - name), name);
+  return edit_distance(head, "kafka.consumer", 2) <= 2 ? kg_xasprintf("kafka.consumer%s", rest) : NULL;
+}
+
+/* The namespaces of MapReduce and Hadoop properties, which change nothing in a standalone run. */
+static bool is_mapreduce_name(const char *name) {
+  return !strncmp(name, "mapreduce.", 10) || !strncmp(name, "mapred.", 7) || !strncmp(name, "mr.", 3);
 }
 
 int kg_config_parse_enum(const char *property, const char *origin, const char *value, const char *const *allowed,
@@ -308,16 +420,33 @@ static int either_name(const kg_props_t *p, const char *a, const char *b, const 
   return KG_OK;
 }
 
-/* Milliseconds in one Java TimeUnit (seconds, minutes, ...), or 0 for an unknown unit. */
-static double unit_ms(const char *unit) {
+/* Milliseconds in one Java TimeUnit (seconds, minutes, ...), or 0 for an unknown unit; *SINGULAR (may be NULL)
+ * is set to the unit's singular name. */
+static double unit_ms(const char *unit, const char **singular) {
   static const struct {
-    const char *name;
+    const char *name, *singular;
     double ms;
-  } units[] = {{"milliseconds", 1}, {"seconds", 1000}, {"minutes", 60000}, {"hours", 3600000}, {"days", 86400000}};
+  } units[] = {{"milliseconds", "millisecond", 1},
+               {"seconds", "second", 1000},
+               {"minutes", "minute", 60000},
+               {"hours", "hour", 3600000},
+               {"days", "day", 86400000}};
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (!strcasecmp(unit, units[i].name)) return units[i].ms;
+    if (!strcasecmp(unit, units[i].name)) {
+      if (singular) *singular = units[i].singular;
+      return units[i].ms;
+    }
   return 0;
 }
+
+/* The bounds of the limits, per second: a limit that lets no record through, or lets one batch through and
+ * then holds the run (and its lock) for days, is refused. The time limit's lower bound is 1 s because starting
+ * to fetch a partition alone can take longer than a few milliseconds; the upper bounds keep the milliseconds
+ * the engine computes within an int64. */
+#define KG_LIMIT_MIN_TIME_MS    1000.0
+#define KG_LIMIT_MAX_TIME_MS    1e15
+#define KG_LIMIT_MIN_RATE_PER_S (1.0 / 3600.0)
+#define KG_LIMIT_MAX_RATE_PER_S 1e15
 
 static int limit_props(kg_config_t *c, char *errbuf) {
   const kg_props_t *p = c->props;
@@ -348,20 +477,45 @@ static int limit_props(kg_config_t *c, char *errbuf) {
                    names[e][0]);
   if (names[e][2] && (rc = either_name(p, names[e][2], names[e][3], &unit_key, errbuf))) return rc;
   double ms = 1000;
+  const char *unit = "second";
   if (unit_key) {
-    ms = unit_ms(kg_props_get(p, unit_key));
+    ms = unit_ms(kg_props_get(p, unit_key), &unit);
     if (ms == 0)
       return kg_fail(
           errbuf, KG_EINVAL,
           "%s: invalid value '%s' for property %s: allowed values are milliseconds, seconds, minutes, hours, days",
           origin_of(p, unit_key), kg_props_get(p, unit_key), unit_key);
   }
-  double v;
-  if ((rc = double_prop(p, key, 0, 1e-9, 1e15, &v, errbuf))) return rc;
-  switch (c->limit_type) {
-  case KG_LIMIT_TIME: c->limit_time_ms = (int64_t)(v * ms); break;
-  case KG_LIMIT_RATE: c->limit_rate_per_s = v / ms * 1000.0; break;
-  case KG_LIMIT_COUNT: c->limit_count = (int64_t)v; break;
+  const char *v = kg_props_get(p, key);
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "%s", v);
+  if (c->limit_type == KG_LIMIT_COUNT) {
+    if (!kg_parse_int64(kg_strtrim(tmp), &c->limit_count) || c->limit_count < 1)
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: invalid value '%s' for property %s: expected a whole number of records, at least 1 (a lower "
+                     "count lets no record through)",
+                     origin_of(p, key), v, key);
+    return KG_OK;
+  }
+  char *end;
+  double d = strtod(kg_strtrim(tmp), &end);
+  bool number = end != tmp && !*end;
+  if (c->limit_type == KG_LIMIT_TIME) {
+    if (!number || !(d * ms >= KG_LIMIT_MIN_TIME_MS && d * ms <= KG_LIMIT_MAX_TIME_MS))
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: invalid value '%s' for property %s: expected a number of %ss from %g to %g; a time limit "
+                     "must allow at least 1 second, since starting to fetch a partition alone can take longer",
+                     origin_of(p, key), v, key, unit, KG_LIMIT_MIN_TIME_MS / ms, KG_LIMIT_MAX_TIME_MS / ms);
+    c->limit_time_ms = (int64_t)(d * ms);
+  } else {
+    double per_s = d / ms * 1000.0;
+    if (!number || !(per_s >= KG_LIMIT_MIN_RATE_PER_S && per_s <= KG_LIMIT_MAX_RATE_PER_S))
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: invalid value '%s' for property %s: expected a number of records per %s from %g to %g; a "
+                     "rate limit must let at least 1 record per hour through",
+                     origin_of(p, key), v, key, unit, KG_LIMIT_MIN_RATE_PER_S * ms / 1000.0,
+                     KG_LIMIT_MAX_RATE_PER_S * ms / 1000.0);
+    c->limit_rate_per_s = per_s;
   }
   return KG_OK;
 }
@@ -423,6 +577,68 @@ static void set_delimiter(kg_config_t *c) {
   c->delimiter_len = strlen(v);
 }
 
+/* Checks every key of P that kingest does not read. An error: a kafka.consumer.<name> that would change a
+ * librdkafka setting the engine relies on; a near-miss of a property kingest reads (a typo: the run would go
+ * on with the default); with job.strict=true, any key that would otherwise get a WARN. Otherwise logs one
+ * WARN per unknown or unimplemented key, and one INFO line naming the MapReduce-only ones. */
+static int check_keys(const kg_props_t *p, char *errbuf) {
+  bool strict;
+  int rc = bool_prop(p, "job.strict", false, &strict, errbuf);
+  if (rc) return rc;
+  kg_buf_t mr = {0}, typos = {0}, warned = {0};
+  size_t nwarned = 0;
+  for (size_t i = 0; i < kg_props_count(p) && rc == KG_OK; i++) {
+    const char *key = kg_props_key_at(p, i), *value = kg_props_value_at(p, i);
+    const char *near = NULL;
+    const kg_property_doc_t *doc;
+    char *consumer = NULL, *warning = NULL;
+    int row;
+    if (!strncmp(key, "kafka.consumer.", 15)) {
+      for (size_t j = 0; j < sizeof engine_consumer_settings / sizeof engine_consumer_settings[0]; j++)
+        if (!strcmp(key + 15, engine_consumer_settings[j].name))
+          rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s cannot be set: %s", origin_of(p, key), key, value,
+                       engine_consumer_settings[j].why);
+    } else if ((doc = doc_for(key))) {
+      if (doc->mode == 1) kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
+    } else if ((row = ignored_row(key, value)) >= 0) {
+      if (gobblin_ignored[row].instead)
+        warning = kg_xasprintf("%s: %s=%s is not implemented: %s", origin_of(p, key), key, value,
+                               gobblin_ignored[row].instead);
+    } else if ((near = nearest_property(key, is_mapreduce_name(key))) || (consumer = near_consumer_key(key))) {
+      /* mr.job.max.maper would otherwise pass as MapReduce-only, and the run would use 100 tasks. */
+      kg_buf_appendf(&typos, "%s%s: unknown property %s; did you mean %s?", typos.len ? "; " : "", origin_of(p, key),
+                     key, near ? near : consumer);
+    } else if (is_mapreduce_name(key)) {
+      kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
+    } else if ((near = nearest_ignored(key))) {
+      warning = kg_xasprintf("%s: unknown property %s%s; did you mean %s?", origin_of(p, key), key,
+                             strict ? "" : " (ignored)", near);
+    } else {
+      warning = kg_xasprintf("%s: unknown property %s%s", origin_of(p, key), key, strict ? "" : " (ignored)");
+    }
+    if (warning && strict) {
+      KG_ERROR("%s", warning);
+      kg_buf_appendf(&warned, "%s%s: %s", warned.len ? ", " : "", origin_of(p, key), key);
+      nwarned++;
+    } else if (warning) {
+      KG_WARN("%s", warning);
+    }
+    free(warning);
+    free(consumer);
+  }
+  if (rc == KG_OK && typos.len) rc = kg_fail(errbuf, KG_EINVAL, "%s", typos.data);
+  if (rc == KG_OK && nwarned)
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: job.strict=true refuses %zu propert%s that kingest does not know or implement (each is "
+                 "logged above): %s",
+                 origin_of(p, "job.strict"), nwarned, nwarned == 1 ? "y" : "ies", warned.data);
+  if (rc == KG_OK && mr.len) KG_INFO("Ignoring properties that only apply in MapReduce mode: %s", mr.data);
+  kg_buf_free(&mr);
+  kg_buf_free(&typos);
+  kg_buf_free(&warned);
+  return rc;
+}
+
 int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, const char *work_dir, kg_config_t **out,
                   char *errbuf) {
   kg_config_t *c = kg_xcalloc(1, sizeof *c);
@@ -432,6 +648,9 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   int rc = KG_OK;
   int64_t n;
   int e;
+
+  /* Keys first: a misspelt one would otherwise fail later as a missing property, or not at all. */
+  if ((rc = check_keys(props, errbuf))) goto done;
 
   /* Job identity. */
   const char *name = kg_props_get(props, "job.name");
@@ -562,24 +781,6 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   c->metrics_suffix = str_prop(props, "metrics.reporting.file.suffix", "");
   if ((rc = int_prop(props, "metrics.report.interval", 30000, 100, INT64_MAX, &c->metrics_interval_ms, errbuf)))
     goto done;
-
-  /* Tell the user about what is ignored. */
-  kg_buf_t mr = {0};
-  for (size_t i = 0; i < kg_props_count(props); i++) {
-    const char *key = kg_props_key_at(props, i);
-    const char *near = NULL;
-    if (is_mapreduce_only(key)) {
-      kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
-    } else if (doc_for(key)) {
-      continue;
-    } else if ((near = nearest_property(key))) {
-      KG_WARN("%s: unknown property %s (ignored); did you mean %s?", origin_of(props, key), key, near);
-    } else if (!is_quietly_accepted(key)) {
-      KG_WARN("%s: unknown property %s (ignored)", origin_of(props, key), key);
-    }
-  }
-  if (mr.len) KG_INFO("Ignoring properties that only apply in MapReduce mode: %s", mr.data);
-  kg_buf_free(&mr);
 
 done:
   if (rc) {

@@ -2,8 +2,9 @@
  *
  * A job.lua returns a table. Its string, number and boolean values become properties; nested tables
  * without array items spell dotted names ({kafka = {brokers = "..."}} is kafka.brokers); an array of
- * strings becomes a comma-separated list; functions (decodeRecord and friends) stay in the script, which
- * every task loads again in its own Lua state. */
+ * strings becomes a comma-separated list. The job's code (decodeRecord and the other keys gobblin.runtime
+ * lists in HOOKS) stays in the script, which every task loads again in its own Lua state: gobblin.runtime
+ * checks it and hands over the rest (load_properties), so a function here is a key nothing would call. */
 #include <lauxlib.h>
 #include <lua.h>
 #include <errno.h>
@@ -41,14 +42,6 @@ static bool scalar_to_string(lua_State *L, int idx, kg_buf_t *out) {
   }
 }
 
-/* The keys of the job table that the task runtime reads (gobblin.runtime checks them), not properties. */
-static bool is_script_key(const char *key) {
-  static const char *const keys[] = {"decodeRecord", "source", "converters", "estimateSize", NULL};
-  for (int i = 0; keys[i]; i++)
-    if (!strcmp(key, keys[i])) return true;
-  return false;
-}
-
 static int flatten(lua_State *L, int idx, const char *prefix, const char *file, kg_props_t *props, char *errbuf) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
@@ -58,26 +51,16 @@ static int flatten(lua_State *L, int idx, const char *prefix, const char *file, 
       if (!*prefix) continue; /* array items of the top level are not properties */
       return kg_fail(errbuf, KG_EINVAL, "%s: property %s: mixes list items and named keys", file, prefix);
     }
-    if (!*prefix && is_script_key(lua_tostring(L, -2))) {
-      lua_pop(L, 1); /* script code, such as source = "gobblin.source.kafka_json" */
-      continue;
-    }
     char *key = *prefix ? kg_xasprintf("%s.%s", prefix, lua_tostring(L, -2)) : kg_xstrdup(lua_tostring(L, -2));
     int type = lua_type(L, vidx);
     int rc = KG_OK;
-    if (type == LUA_TFUNCTION) {
-      /* script code, read by the task runtime */
-    } else if (type == LUA_TTABLE) {
+    if (type == LUA_TTABLE) {
       size_t len = lua_objlen(L, vidx);
       if (len > 0) {
         kg_buf_t list = {0};
         kg_buf_append(&list, "", 0);
         for (size_t i = 1; i <= len && rc == KG_OK; i++) {
           lua_rawgeti(L, vidx, (int)i);
-          if (lua_type(L, -1) == LUA_TFUNCTION) {
-            lua_pop(L, 1);
-            break; /* a list of functions (converters) is script code */
-          }
           if (i > 1) kg_buf_append(&list, ",", 1);
           if (!scalar_to_string(L, -1, &list))
             rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s: list item %zu is a %s, expected a string or number", file,
@@ -119,7 +102,7 @@ static int load_lua(const char *path, kg_props_t *props, char *errbuf) {
   lua_pushstring(L, "gobblin.runtime");
   int rc = kg_lua_pcall(L, 1, 1, errbuf);
   if (rc == KG_OK) {
-    lua_getfield(L, -1, "load_job");
+    lua_getfield(L, -1, "load_properties");
     lua_pushstring(L, path);
     rc = kg_lua_pcall(L, 1, 1, errbuf);
   }

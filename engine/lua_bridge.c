@@ -83,6 +83,9 @@ static int traceback(lua_State *L) {
     msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
   msg = full_job_file(L, msg);
+  /* A string function given a record view (string.find(rec, ...)) says only "got cdata". */
+  if (strstr(msg, "(string expected, got cdata)"))
+    msg = lua_pushfstring(L, "%s: " KG_RECORD_NOT_A_STRING "call rec:value() for the payload", msg);
   luaL_traceback(L, L, msg, 1);
   return 1;
 }

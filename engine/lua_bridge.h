@@ -6,6 +6,10 @@
 #include "kg_ffi.h"
 #include "metrics.h"
 
+/* How a script error that used a record view as a string begins (gobblin.ffi raises it; the traceback adds
+ * it to a string function's "got cdata"): the script is broken for every record, not for one. */
+#define KG_RECORD_NOT_A_STRING "a record view is not a string: "
+
 typedef struct lua_State lua_State;
 typedef struct kg_lua kg_lua_t;
 

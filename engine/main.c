@@ -67,7 +67,11 @@ static const char *usage_run =
     "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR)\n"
     "  -l, --log-level LEVEL  debug, info (default), warn or error\n"
     "      --log-file FILE    Also append the log to FILE\n"
+    "      --strict           Refuse to run when the job has properties kingest does not know or does not\n"
+    "                         implement, instead of a WARN for each (the same as job.strict=true)\n"
     "  -h, --help             Show this help\n"
+    "\n"
+    "A property close to one kingest reads (topic.whitelst) is an error, with or without --strict.\n"
     "\n"
     "SIGTERM or SIGINT stops the run gracefully: no new batch is fetched, what was completely written is\n"
     "committed, and the run is recorded as STOPPED. A second signal ends the process at once (the commit\n"
@@ -113,6 +117,7 @@ static const char *usage_plan =
     "  -j, --json             Print JSON instead of a table\n"
     "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR)\n"
     "  -l, --log-level LEVEL  debug, info, warn (default) or error\n"
+    "      --strict           Refuse properties kingest does not know or does not implement (job.strict=true)\n"
     "  -h, --help             Show this help\n";
 
 static const char *usage_properties = "Usage: kingest properties\n"
@@ -140,6 +145,7 @@ typedef struct {
   const char *log_file;
   const char *limit;
   bool json;
+  bool strict; /* --strict: run and plan only */
   const char *positional[4];
   int npositional;
 } kg_args_t;
@@ -165,6 +171,9 @@ static int parse_args(int argc, char **argv, int first, kg_args_t *a, const char
       target = &a->log_file;
     } else if (!strcmp(arg, "-j") || !strcmp(arg, "--json")) {
       a->json = true;
+      continue;
+    } else if (!strcmp(arg, "--strict") && (usage == usage_run || usage == usage_plan)) {
+      a->strict = true;
       continue;
     } else if (!strncmp(arg, "--work-dir=", 11)) {
       a->work_dir = arg + 11;
@@ -204,11 +213,13 @@ static int parse_args(int argc, char **argv, int first, kg_args_t *a, const char
   return 0;
 }
 
-static int load_config(const char *job_file, const char *work_dir, kg_config_t **config, char *err) {
+/* Loads and validates the job file. STRICT (--strict) sets job.strict=true, whatever the file says. */
+static int load_config(const char *job_file, const char *work_dir, bool strict, kg_config_t **config, char *err) {
   kg_props_t *props = NULL;
   bool is_lua = false;
   int rc = kg_jobfile_load(job_file, &props, &is_lua, err);
   if (rc) return rc;
+  if (strict) kg_props_set(props, "job.strict", "true", "--strict");
   return kg_config_new(props, job_file, is_lua, work_dir, config, err);
 }
 
@@ -222,7 +233,7 @@ static int cmd_run(int argc, char **argv) {
   }
   char err[KG_ERRLEN] = "";
   kg_config_t *config = NULL;
-  if (load_config(a.positional[0], a.work_dir, &config, err)) return fail(KG_EXIT_FAILED, err);
+  if (load_config(a.positional[0], a.work_dir, a.strict, &config, err)) return fail(KG_EXIT_FAILED, err);
   kg_stop_install();
   kg_outcome_t outcome = KG_OUTCOME_SUCCESSFUL;
   int rc = kg_job_run(config, &outcome, err);
@@ -251,7 +262,7 @@ static int cmd_plan(int argc, char **argv) {
   }
   char err[KG_ERRLEN] = "";
   kg_config_t *config = NULL;
-  if (load_config(a.positional[0], a.work_dir, &config, err)) return fail(1, err);
+  if (load_config(a.positional[0], a.work_dir, a.strict, &config, err)) return fail(1, err);
   int rc = kg_job_plan(config, a.json, stdout, err);
   kg_config_destroy(config);
   return rc ? fail(1, err) : 0;
@@ -286,7 +297,7 @@ static void job_ref_free(kg_job_ref_t *r) {
 static int job_ref(const char *job, const kg_args_t *a, kg_job_ref_t *r, char *err) {
   memset(r, 0, sizeof *r);
   if (access(job, F_OK) == 0) {
-    int rc = load_config(job, a->work_dir, &r->config, err);
+    int rc = load_config(job, a->work_dir, false, &r->config, err);
     if (rc) return rc;
     r->job_name = kg_xstrdup(r->config->job_name);
     r->state_dir = kg_xstrdup(a->state_dir ? a->state_dir : r->config->state_store_dir);

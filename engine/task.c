@@ -222,9 +222,10 @@ static int record_failed(kg_task_run_t *run, kg_lua_t *lua, const kg_workunit_t 
   const kg_config_t *c = t->config;
   char stage[64];
   kg_lua_stage(lua, stage, sizeof stage);
-  /* A module the script cannot find is a broken job, not a bad record: skipping would skip every record
-   * and move the offsets past them, so the task fails whatever decode.error.policy says. */
-  if (strstr(lerr, "module '") && strstr(lerr, "' not found"))
+  /* A module the script cannot find, or a record view used as a string, is a broken job, not a bad record:
+   * skipping would skip every record and move the offsets past them, so the task fails whatever
+   * decode.error.policy says. */
+  if ((strstr(lerr, "module '") && strstr(lerr, "' not found")) || strstr(lerr, KG_RECORD_NOT_A_STRING))
     return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f: %s", stage, wu->topic, wu->partition,
                    bad->offset, lerr);
   if (take_back(run, bad, run->write_error)) return kg_fail(errbuf, KG_EIO, "%s", run->write_error);

@@ -166,32 +166,287 @@ static void test_config(void) {
   kg_config_destroy(c);
 }
 
-static void test_typos(void) {
-  char err[KG_ERRLEN] = "";
-  kg_config_t *c = NULL;
-  char log[] = "/tmp/kg-test-typos.log";
-  remove(log);
-  kg_log_set_level(KG_LOG_WARN);
-  kg_log_set_file(log);
-  CHECK_INT(config_from("kafka.brokers=b:1\nkafka.broker=b:2\njob.nmae=x\nbootstrap.with.ofset=earliest\n"
-                        "gobblin.custom.setting=1\nmy.own.thing=2\n",
-                        &c, err),
-            KG_OK);
+/* Builds a config from TEXT with the log at LEVEL captured in LOG (LOGLEN bytes). */
+static int config_logged(const char *text, kg_config_t **c, char *err, kg_log_level_t level, char *log, size_t loglen) {
+  const char *path = "/tmp/kg-test-props.log";
+  remove(path);
+  kg_log_set_level(level);
+  kg_log_set_file(path);
+  int rc = config_from(text, c, err);
   kg_log_set_file(NULL);
   kg_log_set_level(KG_LOG_ERROR);
-  kg_config_destroy(c);
-  FILE *f = fopen(log, "r");
-  char text[4096] = "";
+  log[0] = '\0';
+  FILE *f = fopen(path, "r");
   if (f) {
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    log[fread(log, 1, loglen - 1, f)] = '\0';
     fclose(f);
   }
-  CHECK_CONTAINS(text, "job.pull:2: unknown property kafka.broker (ignored); did you mean kafka.brokers?");
-  CHECK_CONTAINS(text, "job.pull:3: unknown property job.nmae (ignored); did you mean job.name?");
-  CHECK_CONTAINS(text, "did you mean bootstrap.with.offset?");
-  CHECK_CONTAINS(text, "job.pull:6: unknown property my.own.thing (ignored)");
-  CHECK(strstr(text, "gobblin.custom.setting") == NULL); /* Gobblin's own namespaces pass quietly */
-  remove(log);
+  remove(path);
+  return rc;
+}
+
+/* A near-miss of a property kingest reads is an error naming every one, whatever job.strict says: the run
+ * would otherwise go on with the default (topic.whitelist: every topic). */
+static void test_typos(void) {
+  char err[KG_ERRLEN] = "", log[4096];
+  kg_config_t *c = NULL;
+  CHECK_INT(config_logged("kafka.brokers=b:1\nkafka.broker=b:2\njob.nmae=x\nbootstrap.with.ofset=earliest\n"
+                          "my.own.thing=2\n",
+                          &c, err, KG_LOG_WARN, log, sizeof log),
+            KG_EINVAL);
+  CHECK(c == NULL);
+  CHECK_STR(err, "job.pull:2: unknown property kafka.broker; did you mean kafka.brokers?; "
+                 "job.pull:3: unknown property job.nmae; did you mean job.name?; "
+                 "job.pull:4: unknown property bootstrap.with.ofset; did you mean bootstrap.with.offset?");
+
+  CHECK_INT(config_from("kafka.brokers=b:1\ntopic.whitelst=events\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: unknown property topic.whitelst; did you mean topic.whitelist?");
+  CHECK_INT(config_from("kafka.brokers=b:1\nextract.limit.countlimit=5\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: unknown property extract.limit.countlimit; did you mean extract.limit.countLimit?");
+  CHECK_INT(config_from("kafka.brokers=b:1\njob.strict=false\nkafka.consumr.fetch.wait.max.ms=5\n", &c, err),
+            KG_EINVAL);
+  CHECK_STR(err, "job.pull:3: unknown property kafka.consumr.fetch.wait.max.ms; did you mean "
+                 "kafka.consumer.fetch.wait.max.ms?");
+  /* In the MapReduce namespaces too, a near-miss of a property a standalone run reads is an error; one of a
+   * MapReduce-only property is not (the key is MapReduce-only either way). */
+  CHECK_INT(config_from("kafka.brokers=b:1\nmr.job.max.maper=4\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: unknown property mr.job.max.maper; did you mean mr.job.max.mappers?");
+  CHECK_INT(config_from("kafka.brokers=b:1\nmr.job.root.dirs=/w\nmapreduce.job.reduces=0\n", &c, err), KG_OK);
+  kg_config_destroy(c);
+  c = NULL;
+  /* Without kafka.brokers, the typo is what the user needs to hear about. */
+  CHECK_INT(config_from("kafka.broker=b:1\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:1: unknown property kafka.broker; did you mean kafka.brokers?");
+}
+
+/* Keys kingest does not read: harmless ones pass quietly, Gobblin features kingest lacks get a WARN saying
+ * what it does instead, any other key a generic WARN; job.strict (or --strict, which sets it) makes all of
+ * those one error. MapReduce-only keys keep their INFO line. */
+static void test_unknown_keys(void) {
+  char err[KG_ERRLEN] = "", log[8192];
+  kg_config_t *c = NULL;
+  const char *job = "kafka.brokers=b:1\n"
+                    "job.runonce=true\n"
+                    "job.disabled=false\n"
+                    "metrics.reporting.jmx.enabled=false\n"
+                    "gobblin.kafka.consumerClient.class=org.apache.gobblin.kafka.client.Kafka09ConsumerClient$Factory\n"
+                    "writer.codec.type=gzip\n"
+                    "writer.partitioner.class=gobblin.writer.partitioner.TimeBasedAvroWriterPartitioner\n"
+                    "converter.classes=gobblin.converter.avro.JsonIntermediateToAvroConverter\n"
+                    "kafka.deserializer.type=JSON\n"
+                    "fork.branches=2\n"
+                    "qualitychecker.task.policies=gobblin.policies.count.RowCountPolicy\n"
+                    "writer.file.max.size=1048576\n"
+                    "job.schedule=0 0/5 * * * ?\n"
+                    "data.publisher.replace.final.dir=true\n"
+                    "gobblin.custom.setting=1\n"
+                    "writer.codec.typ=gzip\n"
+                    "mr.job.root.dir=/gobblin/working\n";
+  CHECK_INT(config_logged(job, &c, err, KG_LOG_INFO, log, sizeof log), KG_OK);
+  kg_config_destroy(c);
+  c = NULL;
+  CHECK(strstr(log, "job.runonce") == NULL);
+  CHECK(strstr(log, "job.disabled") == NULL);
+  CHECK(strstr(log, "metrics.reporting.jmx.enabled") == NULL);
+  CHECK(strstr(log, "gobblin.kafka.consumerClient.class") == NULL);
+  CHECK_CONTAINS(log, "WARN job.pull:6: writer.codec.type=gzip is not implemented: files are written uncompressed\n");
+  CHECK_CONTAINS(log, "WARN job.pull:7: writer.partitioner.class=gobblin.writer.partitioner."
+                      "TimeBasedAvroWriterPartitioner is not implemented: records are not partitioned: a task writes "
+                      "one file per topic, in writer.file.path.type's folder\n");
+  CHECK_CONTAINS(log, "WARN job.pull:8: converter.classes=gobblin.converter.avro.JsonIntermediateToAvroConverter is "
+                      "not implemented: records are written as the source gives them; converters are Lua functions "
+                      "(converters in a job.lua)\n");
+  CHECK_CONTAINS(log, "WARN job.pull:9: kafka.deserializer.type=JSON is not implemented: records are the payload's "
+                      "bytes; decode them in a job.lua (decodeRecord, or source = \"gobblin.source.kafka_json\")\n");
+  CHECK_CONTAINS(log, "WARN job.pull:10: fork.branches=2 is not implemented: every record goes to one branch: one "
+                      "writer, one output\n");
+  CHECK_CONTAINS(log, "WARN job.pull:11: qualitychecker.task.policies=gobblin.policies.count.RowCountPolicy is not "
+                      "implemented: no quality check is made: every task's output is published\n");
+  CHECK_CONTAINS(log, "WARN job.pull:12: writer.file.max.size=1048576 is not implemented: a task writes one file per "
+                      "topic, whatever its size\n");
+  CHECK_CONTAINS(log, "WARN job.pull:13: job.schedule=0 0/5 * * * ? is not implemented: kingest runs the job once per "
+                      "`kingest run`; schedule that with cron or a systemd timer\n");
+  CHECK_CONTAINS(log, "WARN job.pull:14: data.publisher.replace.final.dir=true is not implemented: published files "
+                      "are added to the final folder; nothing is replaced\n");
+  CHECK_CONTAINS(log, "WARN job.pull:15: unknown property gobblin.custom.setting (ignored)\n");
+  CHECK_CONTAINS(log,
+                 "WARN job.pull:16: unknown property writer.codec.typ (ignored); did you mean writer.codec.type?\n");
+  CHECK_CONTAINS(log, "INFO Ignoring properties that only apply in MapReduce mode: mr.job.root.dir\n");
+  size_t warns = 0;
+  for (const char *s = log; (s = strstr(s, " WARN ")); s++)
+    warns++;
+  CHECK_INT(warns, 11);
+
+  /* job.strict=true: the same keys are one error, naming each; nothing is logged at WARN. */
+  char *strict = kg_xasprintf("%sjob.strict=true\n", job);
+  CHECK_INT(config_logged(strict, &c, err, KG_LOG_INFO, log, sizeof log), KG_EINVAL);
+  free(strict);
+  CHECK(c == NULL);
+  CHECK_STR(err, "job.pull:18: job.strict=true refuses 11 properties that kingest does not know or implement (each is "
+                 "logged above): job.pull:6: writer.codec.type, job.pull:7: writer.partitioner.class, job.pull:8: "
+                 "converter.classes, job.pull:9: kafka.deserializer.type, job.pull:10: fork.branches, job.pull:11: "
+                 "qualitychecker.task.policies, job.pull:12: writer.file.max.size, job.pull:13: job.schedule, "
+                 "job.pull:14: data.publisher.replace.final.dir, job.pull:15: gobblin.custom.setting, job.pull:16: "
+                 "writer.codec.typ");
+  CHECK_CONTAINS(log, "ERROR job.pull:6: writer.codec.type=gzip is not implemented: files are written uncompressed\n");
+  CHECK_CONTAINS(log, "ERROR job.pull:16: unknown property writer.codec.typ; did you mean writer.codec.type?\n");
+  CHECK_CONTAINS(log, "ERROR job.pull:15: unknown property gobblin.custom.setting\n");
+  CHECK(strstr(log, " WARN ") == NULL);
+
+  CHECK_INT(config_from("kafka.brokers=b:1\njob.strict=true\nmy.own.thing=2\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: job.strict=true refuses 1 property that kingest does not know or implement (each is "
+                 "logged above): job.pull:3: my.own.thing");
+
+  /* The values that are harmless are the ones kingest acts on anyway; others are not implemented. */
+  CHECK_INT(config_logged("kafka.brokers=b:1\njob.disabled=TRUE\nmetrics.reporting.jmx.enabled=true\n"
+                          "job.runonce=false\nextract.table.type=snapshot_only\nextract.table.type2=x\n",
+                          &c, err, KG_LOG_WARN, log, sizeof log),
+            KG_OK);
+  kg_config_destroy(c);
+  c = NULL;
+  CHECK_CONTAINS(log, "WARN job.pull:2: job.disabled=TRUE is not implemented: kingest runs the job whenever `kingest "
+                      "run` starts it\n");
+  CHECK_CONTAINS(log, "WARN job.pull:3: metrics.reporting.jmx.enabled=true is not implemented: metrics go to the "
+                      "metrics file only (metrics.reporting.file.enabled)\n");
+  CHECK_CONTAINS(log, "WARN job.pull:4: job.runonce=false is not implemented: kingest runs the job once per `kingest "
+                      "run`; schedule that with cron or a systemd timer\n");
+  CHECK_CONTAINS(log, "WARN job.pull:5: extract.table.type=snapshot_only is not implemented: the table type is "
+                      "APPEND_ONLY (writer.file.path.type=default ends in _append)\n");
+  CHECK_CONTAINS(log, "WARN job.pull:6: unknown property extract.table.type2 (ignored); did you mean "
+                      "extract.table.type?\n");
+  CHECK_INT(config_from("kafka.brokers=b:1\njob.strict=yes please\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: invalid value 'yes please' for property job.strict: allowed values are true, false");
+
+  /* Strict with nothing to refuse: harmless and MapReduce-only keys pass. */
+  CHECK_INT(config_logged("kafka.brokers=b:1\njob.strict=true\njob.runonce=true\nmapreduce.map.memory.mb=2048\n"
+                          "kafka.consumer.fetch.wait.max.ms=50\n",
+                          &c, err, KG_LOG_INFO, log, sizeof log),
+            KG_OK);
+  CHECK(strstr(log, " WARN ") == NULL);
+  CHECK_CONTAINS(log, "INFO Ignoring properties that only apply in MapReduce mode: mapreduce.map.memory.mb\n");
+  kg_config_destroy(c);
+}
+
+/* kafka.consumer.<name> may tune librdkafka, not change what the engine relies on. */
+static void test_consumer_keys(void) {
+  char err[KG_ERRLEN] = "";
+  kg_config_t *c = NULL;
+  static const struct {
+    const char *name, *value, *why;
+  } refused[] = {
+      {"enable.partition.eof", "false", "kingest relies on enable.partition.eof=true to see where each partition ends"},
+      {"auto.offset.reset", "earliest",
+       "kingest decides where an out-of-range offset goes on: use reset.on.offset.out.of.range"},
+      {"enable.auto.commit", "true", "kingest stores offsets in its state database when a run commits"},
+      {"auto.commit.enable", "true", "kingest stores offsets in its state database when a run commits"},
+      {"enable.auto.offset.store", "true", "kingest stores offsets in its state database when a run commits"},
+      {"offset.store.method", "broker", "kingest stores offsets in its state database when a run commits"},
+      {"bootstrap.servers", "other:9092", "use kafka.brokers"},
+      {"metadata.broker.list", "other:9092", "use kafka.brokers"},
+      {"group.id", "mygroup", "kingest joins no consumer group"},
+      {"group.instance.id", "i1", "kingest joins no consumer group"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    char *text = kg_xasprintf("kafka.brokers=b:1\nkafka.consumer.%s=%s\n", refused[i].name, refused[i].value);
+    CHECK_INT(config_from(text, &c, err), KG_EINVAL);
+    char *want = kg_xasprintf("job.pull:2: property kafka.consumer.%s=%s cannot be set: %s", refused[i].name,
+                              refused[i].value, refused[i].why);
+    CHECK_CONTAINS(err, want);
+    free(want);
+    free(text);
+  }
+  CHECK_INT(config_from("kafka.brokers=b:1\nkafka.consumer.enable.partition.eof=false\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: property kafka.consumer.enable.partition.eof=false cannot be set: kingest relies on "
+                 "enable.partition.eof=true to see where each partition ends (without it a run stops short of the "
+                 "end); remove it");
+  CHECK_INT(config_from("kafka.brokers=b:1\nkafka.consumer.auto.offset.reset=earliest\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: property kafka.consumer.auto.offset.reset=earliest cannot be set: kingest decides where "
+                 "an out-of-range offset goes on: use reset.on.offset.out.of.range (and bootstrap.with.offset for "
+                 "partitions without a stored offset)");
+
+  /* Tuning and security settings pass. */
+  CHECK_INT(config_from("kafka.brokers=b:1\nkafka.consumer.fetch.wait.max.ms=50\nkafka.consumer.fetch.min.bytes=1\n"
+                        "kafka.consumer.isolation.level=read_committed\nkafka.consumer.queued.min.messages=1000\n"
+                        "kafka.consumer.queued.max.messages.kbytes=1024\nkafka.consumer.security.protocol=SSL\n"
+                        "kafka.consumer.debug=fetch\nkafka.consumer.client.id=me\njob.strict=true\n",
+                        &c, err),
+            KG_OK);
+  kg_config_destroy(c);
+}
+
+/* Extract limits that let no record through are refused, naming the property, the value and the range. */
+static void test_limits(void) {
+  char err[KG_ERRLEN] = "";
+  kg_config_t *c = NULL;
+  const char *count = "kafka.brokers=b:1\nextract.limit.enabled=true\nextract.limit.type=count\n";
+  const char *time = "kafka.brokers=b:1\nextract.limit.enabled=true\nextract.limit.type=time\n";
+  const char *rate = "kafka.brokers=b:1\nextract.limit.enabled=true\nextract.limit.type=rate\n";
+  static const struct {
+    const char *text, *error;
+  } bad[] = {
+      {"extract.limit.count.limit=0.5\n",
+       "job.pull:4: invalid value '0.5' for property extract.limit.count.limit: expected a whole number of records, "
+       "at least 1 (a lower count lets no record through)"},
+      {"extract.limit.countLimit=0\n",
+       "job.pull:4: invalid value '0' for property extract.limit.countLimit: expected a whole number of records, at "
+       "least 1 (a lower count lets no record through)"},
+      {"extract.limit.count.limit=-3\n", "job.pull:4: invalid value '-3' for property extract.limit.count.limit"},
+      {"extract.limit.count.limit=1.5\n", "job.pull:4: invalid value '1.5' for property extract.limit.count.limit"},
+      {"extract.limit.time.limit=1\nextract.limit.time.limit.timeunit=milliseconds\n",
+       "job.pull:4: invalid value '1' for property extract.limit.time.limit: expected a number of milliseconds from "
+       "1000 to 1e+15; a time limit must allow at least 1 second, since starting to fetch a partition alone can take "
+       "longer"},
+      {"extract.limit.time.limit=0.5\n",
+       "job.pull:4: invalid value '0.5' for property extract.limit.time.limit: expected a number of seconds from 1 to "
+       "1e+12; a time limit must allow at least 1 second"},
+      {"extract.limit.timeLimit=0\nextract.limit.timeLimitTimeunit=minutes\n",
+       "job.pull:4: invalid value '0' for property extract.limit.timeLimit: expected a number of minutes from "
+       "0.0166667 to 1.66667e+10"},
+      {"extract.limit.time.limit=1e300\nextract.limit.time.limit.timeunit=days\n",
+       "job.pull:4: invalid value '1e300' for property extract.limit.time.limit: expected a number of days from "
+       "1.15741e-05 to 1.15741e+07"},
+      {"extract.limit.time.limit=soon\n", "job.pull:4: invalid value 'soon' for property extract.limit.time.limit"},
+      {"extract.limit.rate.limit=0\n",
+       "job.pull:4: invalid value '0' for property extract.limit.rate.limit: expected a number of records per second "
+       "from 0.000277778 to 1e+15; a rate limit must let at least 1 record per hour through"},
+      {"extract.limit.rateLimit=-1\n", "job.pull:4: invalid value '-1' for property extract.limit.rateLimit"},
+      {"extract.limit.rate.limit=1\nextract.limit.rate.limit.timeunit=days\n",
+       "job.pull:4: invalid value '1' for property extract.limit.rate.limit: expected a number of records per day "
+       "from 24 to 8.64e+19"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *head = strstr(bad[i].text, "count") ? count : strstr(bad[i].text, "rate") ? rate : time;
+    char *text = kg_xasprintf("%s%s", head, bad[i].text);
+    CHECK_INT(config_from(text, &c, err), KG_EINVAL);
+    CHECK_CONTAINS(err, bad[i].error);
+    free(text);
+  }
+  static const struct {
+    const char *text;
+    int64_t time_ms, count;
+    double rate;
+  } good[] = {
+      {"extract.limit.count.limit=1\n", 0, 1, 0},
+      {"extract.limit.countLimit= 250 \n", 0, 250, 0},
+      {"extract.limit.time.limit=1\n", 1000, 0, 0},
+      {"extract.limit.time.limit=1000\nextract.limit.time.limit.timeunit=MILLISECONDS\n", 1000, 0, 0},
+      {"extract.limit.timeLimit=2.5\nextract.limit.timeLimitTimeunit=minutes\n", 150000, 0, 0},
+      {"extract.limit.rate.limit=1\nextract.limit.rate.limit.timeunit=hours\n", 0, 0, 1.0 / 3600.0},
+      {"extract.limit.rate.limit=0.5\n", 0, 0, 0.5},
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    const char *head = strstr(good[i].text, "count") ? count : strstr(good[i].text, "rate") ? rate : time;
+    char *text = kg_xasprintf("%s%s", head, good[i].text);
+    CHECK_INT(config_from(text, &c, err), KG_OK);
+    if (c) {
+      CHECK_INT(c->limit_time_ms, good[i].time_ms);
+      CHECK_INT(c->limit_count, good[i].count);
+      CHECK(c->limit_rate_per_s == good[i].rate);
+    }
+    kg_config_destroy(c);
+    c = NULL;
+    free(text);
+  }
 }
 
 static void test_work_dir(void) {
@@ -216,6 +471,9 @@ int main(void) {
   test_substitution();
   test_config();
   test_typos();
+  test_unknown_keys();
+  test_consumer_keys();
+  test_limits();
   test_work_dir();
   TEST_MAIN_END();
 }

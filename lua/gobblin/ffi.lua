@@ -68,7 +68,28 @@ function record_methods.headers(self)
   return out
 end
 
-M.record_t = ffi.metatype("kg_record_t", { __index = record_methods })
+-- A record view used as a string (rec:upper(), rec .. "x", #rec) is a clear error, not a nil call or a
+-- wrong length. The methods above are found in record_methods itself, so rec:value() stays one table
+-- lookup; only a name it lacks reaches the erroring __index.
+local NOT_A_STRING = "a record view is not a string: "
+local HINT = "; call rec:value() for the payload (a converter gets the record view when the job has no source " ..
+  "and no decodeRecord, or when decodeRecord returns it)"
+
+setmetatable(record_methods, {
+  __index = function(_, name)
+    error(NOT_A_STRING .. "it has no method or field '" .. tostring(name) .. "'" .. HINT, 2)
+  end,
+})
+
+M.record_t = ffi.metatype("kg_record_t", {
+  __index = record_methods,
+  __concat = function()
+    error(NOT_A_STRING .. "it cannot be concatenated with .." .. HINT, 2)
+  end,
+  __len = function()
+    error(NOT_A_STRING .. "#rec is not its length (rec.value_len is)" .. HINT, 2)
+  end,
+})
 M.C = C
 
 -- Log levels, as the engine numbers them.

@@ -14,7 +14,78 @@ local is_many = gobblin.is_many
 
 local M = {}
 
--- Runs the job file and returns the table it returns. Errors carry the file name (and line).
+-- The keys of a job table that the runtime reads: the job's code. Every other key is a property, which the
+-- engine flattens into dotted names (M.properties); this is the one list of them.
+M.HOOKS = { "decodeRecord", "converters", "estimateSize", "source" }
+local is_hook = {}
+for _, name in ipairs(M.HOOKS) do is_hook[name] = true end
+
+-- The sources kingest provides (lua/gobblin/source/*.lua), for `source`.
+M.SOURCES = { "gobblin.source.kafka_json", "gobblin.source.kafka_csv", "gobblin.source.kafka_simple" }
+
+-- Edit distance between A and B (at most LIMIT + 1: the count stops there).
+local function edit_distance(a, b, limit)
+  if math.abs(#a - #b) > limit then return limit + 1 end
+  local row = {}
+  for j = 0, #b do row[j] = j end
+  for i = 1, #a do
+    local diag, best = row[0], i
+    row[0] = i
+    for j = 1, #b do
+      local up = row[j]
+      local v = diag + (a:byte(i) == b:byte(j) and 0 or 1)
+      if up + 1 < v then v = up + 1 end
+      if row[j - 1] + 1 < v then v = row[j - 1] + 1 end
+      row[j] = v
+      diag = up
+      if v < best then best = v end
+    end
+    if best > limit then return limit + 1 end
+  end
+  return row[#b]
+end
+
+-- The name of CANDIDATES that NAME likely misspells (case, `_` and `-` aside, two edits at most), or nil.
+local function nearest(name, candidates)
+  local function norm(s) return (s:lower():gsub("[_%-]", "")) end
+  local n, best, best_d = norm(name), nil, 3
+  for _, c in ipairs(candidates) do
+    local d = edit_distance(n, norm(c), 2)
+    if d < best_d then best, best_d = c, d end
+  end
+  return best
+end
+
+local HOOK_LIST = "decodeRecord, converters, estimateSize and source"
+
+-- Refuses functions the runtime would never call: any function-valued key of table T other than the hooks
+-- (at any depth), and any list of functions. NAME is T's dotted name (nil for the job table).
+local function check_code(t, name, path)
+  for k, v in pairs(t) do
+    local key = type(k) == "string" and k or nil
+    local full = key and (name and name .. "." .. key or key) or
+      string.format("%s[%s]", name or "the job table", tostring(k))
+    if name == nil and key and is_hook[key] then
+      -- code the runtime reads; M.decoder, M.converters and the estimator check it
+    elseif type(v) == "function" or (type(v) == "table" and type(v[1]) == "function") then
+      local near = key and nearest(key, M.HOOKS)
+      local hint = ""
+      if near then hint = name and ("; did you mean " .. near .. ", at the top of the job table?") or ("; did you mean " .. near .. "?") end
+      error(string.format("%s: %s is %s, but kingest calls only the job table's %s%s", path, full,
+        type(v) == "function" and "a function" or "a list of functions", HOOK_LIST, hint), 0)
+    elseif type(v) == "table" then
+      check_code(v, full, path)
+    elseif name == nil and key and not key:find(".", 1, true) and nearest(key, M.HOOKS) then
+      -- sourse = "gobblin.source.kafka_json" would be an unknown property, and the job would run without it
+      error(string.format("%s: %s is not a property kingest reads, nor one of the %s it calls; did you mean %s?",
+        path, key, HOOK_LIST, nearest(key, M.HOOKS)), 0)
+    end
+  end
+end
+
+-- Runs the job file and returns the table it returns, checked: its code is what the runtime calls (see
+-- check_code; decodeRecord, source, converters and estimateSize of the right types, source loadable).
+-- Errors carry the file name (and line).
 function M.load_job(path)
   local chunk, err = loadfile(path)
   if not chunk then error(err, 0) end
@@ -22,7 +93,29 @@ function M.load_job(path)
   if type(job) ~= "table" then
     error(path .. ": the job file must return a table of properties, got " .. type(job), 0)
   end
+  check_code(job, nil, path)
+  for _, check in ipairs({ M.decoder, M.converters }) do
+    local ok, msg = pcall(check, job)
+    if not ok then error(path .. ": " .. tostring(msg), 0) end
+  end
+  if job.estimateSize ~= nil and type(job.estimateSize) ~= "function" then
+    error(path .. ": estimateSize must be a function, got " .. type(job.estimateSize), 0)
+  end
   return job
+end
+
+-- The properties of a job table: a shallow copy without the hooks, for the engine to flatten.
+function M.properties(job)
+  local props = {}
+  for k, v in pairs(job) do
+    if not is_hook[k] then props[k] = v end
+  end
+  return props
+end
+
+-- The properties of the job file at PATH, checked as load_job does.
+function M.load_properties(path)
+  return M.properties(M.load_job(path))
 end
 
 -- The decodeRecord a job uses: its own, the one of the source module it names (`source`), or
@@ -33,13 +126,31 @@ function M.decoder(job)
     if type(decode) ~= "function" then
       error("decodeRecord must be a function, got " .. type(decode), 0)
     end
+    if job.source ~= nil then
+      error("decodeRecord and source are both set, and only one of them can decode the records: keep one " ..
+        "(a converter can do what comes after the source's decodeRecord)", 0)
+    end
     return decode
   end
   local source = job.source
   if source ~= nil then
-    if type(source) ~= "string" then error("source must be a module name, got " .. type(source), 0) end
+    if type(source) ~= "string" then
+      error("source must be a module name such as \"gobblin.source.kafka_json\", got " .. type(source) ..
+        (type(source) == "table" and " (Gobblin's source.class is written [\"source.class\"] = ...)" or ""), 0)
+    end
     local ok, mod = pcall(require, source)
-    if not ok then error("source " .. source .. " cannot be loaded: " .. tostring(mod), 0) end
+    if not ok then
+      local msg = tostring(mod)
+      if msg:find("module '" .. source .. "' not found", 1, true) then
+        local near = nearest(source, M.SOURCES)
+        for _, s in ipairs(M.SOURCES) do
+          if source == s:match("[^.]+$") then near = s end
+        end
+        error(string.format("source %s cannot be loaded (%skingest provides %s): %s", source,
+          near and ("did you mean " .. near .. "? ") or "", table.concat(M.SOURCES, ", "), msg), 0)
+      end
+      error("source " .. source .. " cannot be loaded: " .. msg, 0)
+    end
     if type(mod) ~= "table" or type(mod.decodeRecord) ~= "function" then
       error("source " .. source .. " has no decodeRecord function", 0)
     end

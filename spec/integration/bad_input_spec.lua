@@ -34,7 +34,7 @@ local function pull_text(c, changes, extra)
 end
 
 -- The text of the job as a job.lua: PRELUDE (code before the table), the properties with CHANGES
--- applied, and decodeRecord with body DECODE.
+-- applied, RAW lines, and decodeRecord with body DECODE (none when DECODE is false).
 local function lua_text(c, opts)
   opts = opts or {}
   local lines = { "-- kingest bad-input spec: job " .. c.job }
@@ -46,9 +46,11 @@ local function lua_text(c, opts)
     if v then lines[#lines + 1] = string.format("  [%q] = %q,", kv[1], v) end
   end
   if opts.raw then lines[#lines + 1] = opts.raw end
-  lines[#lines + 1] = "  decodeRecord = function(record)"
-  lines[#lines + 1] = "    " .. (opts.decode or "return record")
-  lines[#lines + 1] = "  end,"
+  if opts.decode ~= false then
+    lines[#lines + 1] = "  decodeRecord = function(record)"
+    lines[#lines + 1] = "    " .. (opts.decode or "return record")
+    lines[#lines + 1] = "  end,"
+  end
   lines[#lines + 1] = "}"
   return table.concat(lines, "\n") .. "\n"
 end
@@ -166,6 +168,78 @@ describe("a run with bad input", function()
       picks_up_exactly_the_new_records(c)
     end)
 
+    -- Misspelt hooks were ignored: the raw records were written and the offsets moved past them.
+    for _, case in ipairs({
+      { "decoderecord", "  decoderecord = function(record) return record:value():upper() end,",
+        "decoderecord is a function", "did you mean decodeRecord?" },
+      { "convertors", "  convertors = { function(v) return v:value():upper() end },",
+        "convertors is a list of functions", "did you mean converters?" },
+      { "estimate_size", "  estimate_size = function() return 1 end,",
+        "estimate_size is a function", "did you mean estimateSize?" },
+      { "nested", "  kafka = { decodeRecord = function(record) return record end },",
+        "kafka.decodeRecord is a function", "did you mean decodeRecord, at the top of the job table?" },
+    }) do
+      it("refuses a misspelt or misplaced hook (" .. case[1] .. ") before anything is pulled", function()
+        local c = ran_once("hook_" .. case[1], "lua")
+        H.spit(c.file, lua_text(c, { raw = case[2], decode = false }))
+        local last = fails_cleanly(c, c.file, { c.file .. ": " .. case[3],
+          "but kingest calls only the job table's decodeRecord, converters, estimateSize and source", case[4] })
+        assert.are.equal("kingest: " .. c.file .. ": " .. case[3] .. ", but kingest calls only the job table's " ..
+          "decodeRecord, converters, estimateSize and source; " .. case[4], last)
+        picks_up_exactly_the_new_records(c)
+      end)
+    end
+
+    it("refuses a source that does not exist, listing the sources kingest provides, before anything is pulled", function()
+      local c = ran_once("source_jsn", "lua")
+      H.spit(c.file, lua_text(c, { raw = '  source = "gobblin.source.kafka_jsn",', decode = false }))
+      local last = fails_cleanly(c, c.file, {})
+      assert.are.equal("kingest: " .. c.file .. ": source gobblin.source.kafka_jsn cannot be loaded (did you mean " ..
+        "gobblin.source.kafka_json? kingest provides gobblin.source.kafka_json, gobblin.source.kafka_csv, " ..
+        "gobblin.source.kafka_simple): module 'gobblin.source.kafka_jsn' not found:", last)
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    -- With skip (the default policy), the failing converter used to skip every record and commit.
+    for _, case in ipairs({
+      { "upper", "return v:upper()", "a record view is not a string: it has no method or field 'upper'; call " ..
+        "rec:value() for the payload" },
+      { "concat", 'return v .. "!"', "a record view is not a string: it cannot be concatenated with ..; call " ..
+        "rec:value() for the payload" },
+      { "find", 'return string.find(v, "first") and v', "(string expected, got cdata): a record view is not a " ..
+        "string: call rec:value() for the payload" },
+    }) do
+      it("fails the task, whatever decode.error.policy, when a converter uses the record view as a string (" ..
+        case[1] .. ")", function()
+        local c = ran_once("view_" .. case[1], "lua")
+        local text = lua_text(c, { raw = "  converters = { function(v) " .. case[2] .. " end },", decode = false })
+        H.spit(c.file, text)
+        -- A string function's own error has no line of the script; the others point at the converter.
+        local where = case[1] == "find" and "" or (c.file .. ":" .. line_of(text, "converters = ") .. ": ")
+        fails_cleanly(c, c.file, { "converter 1 failed for " .. c.topic .. ":0 at offset 2", where .. case[3] })
+        picks_up_exactly_the_new_records(c)
+      end)
+    end
+
+    it("refuses a kafka.consumer setting the engine relies on, in the nested form too", function()
+      local c = ran_once("consumer_lua", "lua")
+      H.spit(c.file, lua_text(c, { raw = '  kafka = { consumer = { ["auto.offset.reset"] = "earliest" } },' }))
+      local last = fails_cleanly(c, c.file, {})
+      assert.are.equal("kingest: " .. c.file .. ": property kafka.consumer.auto.offset.reset=earliest cannot be set: " ..
+        "kingest decides where an out-of-range offset goes on: use reset.on.offset.out.of.range (and " ..
+        "bootstrap.with.offset for partitions without a stored offset)", last)
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    it("refuses a near-miss of topic.whitelist, which would pull every topic", function()
+      local c = ran_once("whitelst_lua", "lua")
+      H.spit(c.file, lua_text(c, { changes = { ["topic.whitelist"] = false }, raw = "  topic = { whitelst = " ..
+        string.format("%q", c.topic) .. " },", decode = "return record" }))
+      local last = fails_cleanly(c, c.file, {})
+      assert.are.equal("kingest: " .. c.file .. ": unknown property topic.whitelst; did you mean topic.whitelist?", last)
+      picks_up_exactly_the_new_records(c)
+    end)
+
     it("names the property, the value and the allowed values of a bad bootstrap.with.offset", function()
       local c = ran_once("oldest_lua", "lua")
       H.spit(c.file, lua_text(c, { changes = { ["bootstrap.with.offset"] = "oldest" } }))
@@ -203,6 +277,65 @@ describe("a run with bad input", function()
       })
       picks_up_exactly_the_new_records(c)
     end)
+
+    it("refuses a near-miss of topic.whitelist with its line, rather than pulling every topic", function()
+      local c = ran_once("whitelst_pull", "pull")
+      local text = pull_text(c, { ["topic.whitelist"] = false }, { { "topic.whitelst", c.topic } })
+      H.spit(c.file, text)
+      local last = fails_cleanly(c, c.file, {})
+      assert.are.equal("kingest: " .. c.file .. ":" .. line_of(text, "topic.whitelst=") .. ": unknown property " ..
+        "topic.whitelst; did you mean topic.whitelist?", last)
+      picks_up_exactly_the_new_records(c)
+    end)
+
+    -- enable.partition.eof=false left a run one offset short of the end, for ever.
+    for _, case in ipairs({
+      { "enable.partition.eof", "false", "kingest relies on enable.partition.eof=true to see where each partition " ..
+        "ends (without it a run stops short of the end); remove it" },
+      { "auto.offset.reset", "earliest", "kingest decides where an out-of-range offset goes on: use " ..
+        "reset.on.offset.out.of.range (and bootstrap.with.offset for partitions without a stored offset)" },
+      { "enable.auto.commit", "true", "kingest stores offsets in its state database when a run commits; remove it" },
+      { "bootstrap.servers", "127.0.0.1:1", "use kafka.brokers" },
+      { "group.id", "ingest", "kingest joins no consumer group: it assigns partitions itself and stores offsets in " ..
+        "its state database, not in the group; remove it" },
+    }) do
+      it("refuses kafka.consumer." .. case[1] .. ", naming the property, its line and what to do", function()
+        local c = ran_once("consumer_" .. case[1]:gsub("%.", "_"), "pull")
+        local key = "kafka.consumer." .. case[1]
+        local text = pull_text(c, nil, { { key, case[2] } })
+        H.spit(c.file, text)
+        local last = fails_cleanly(c, c.file, {})
+        assert.are.equal("kingest: " .. c.file .. ":" .. line_of(text, key .. "=") .. ": property " .. key .. "=" ..
+          case[2] .. " cannot be set: " .. case[3], last)
+        picks_up_exactly_the_new_records(c)
+      end)
+    end
+
+    -- A count limit of 0.5 and a time limit of 1 ms let nothing through, and the run reported success.
+    for _, case in ipairs({
+      { "count", { { "extract.limit.count.limit", "0.5" } }, "extract.limit.count.limit=",
+        "invalid value '0.5' for property extract.limit.count.limit: expected a whole number of records, at least 1 " ..
+        "(a lower count lets no record through)" },
+      { "time", { { "extract.limit.time.limit", "1" }, { "extract.limit.time.limit.timeunit", "milliseconds" } },
+        "extract.limit.time.limit=", "invalid value '1' for property extract.limit.time.limit: expected a number " ..
+        "of milliseconds from 1000 to 1e+15; a time limit must allow at least 1 second, since starting to fetch a " ..
+        "partition alone can take longer" },
+      { "rate", { { "extract.limit.rate.limit", "0" } }, "extract.limit.rate.limit=",
+        "invalid value '0' for property extract.limit.rate.limit: expected a number of records per second from " ..
+        "0.000277778 to 1e+15; a rate limit must let at least 1 record per hour through" },
+    }) do
+      it("refuses a " .. case[1] .. " limit that lets no record through, naming the property, value and range",
+        function()
+        local c = ran_once("limit_" .. case[1], "pull")
+        local props = { { "extract.limit.enabled", "true" }, { "extract.limit.type", case[1] } }
+        for _, kv in ipairs(case[2]) do props[#props + 1] = kv end
+        local text = pull_text(c, nil, props)
+        H.spit(c.file, text)
+        local last = fails_cleanly(c, c.file, {})
+        assert.are.equal("kingest: " .. c.file .. ":" .. line_of(text, case[3]) .. ": " .. case[4], last)
+        picks_up_exactly_the_new_records(c)
+      end)
+    end
 
     it("names an environment variable that ${env:...} refers to and that is not set", function()
       local c = ran_once("env", "pull")

@@ -1,6 +1,6 @@
 -- The command line: help and version on stdout with status 0, usage errors on stderr with status 2,
 -- `kingest properties`, `kingest state show` of a job that never ran, and what a run says about properties
--- it ignores (MapReduce-only ones) or does not know (typos).
+-- it ignores (MapReduce-only ones), does not implement or does not know (typos), with and without --strict.
 local H = require("support.harness")
 
 -- The project version, from CMakeLists.txt.
@@ -44,6 +44,9 @@ describe("the kingest command line", function()
     it("for kingest run --help and kingest help run", function()
       local out = prints_usage("Usage: kingest run JOB [options]", "run", "--help")
       assert.truthy(out:find("--work-dir", 1, true), out)
+      assert.truthy(out:find("\n      --strict           Refuse to run when the job has properties kingest does not know or " ..
+        "does not\n", 1, true), out)
+      assert.truthy(prints_usage("Usage: kingest plan JOB [options]", "plan", "--help"):find("\n      --strict ", 1, true))
       assert.are.equal(out, prints_usage("Usage: kingest run JOB [options]", "help", "run"))
     end)
 
@@ -85,6 +88,7 @@ describe("the kingest command line", function()
       is_a_usage_error("kingest: unknown option --frobnicate", "--frobnicate")
       is_a_usage_error("kingest: unknown option --frobnicate", "run", "--frobnicate", "job.pull")
       is_a_usage_error("kingest: unknown option --frobnicate", "state", "show", "--frobnicate", "job.pull")
+      is_a_usage_error("kingest: unknown option --strict", "state", "show", "--strict", "job.pull")
     end)
 
     it("for run without a job", function()
@@ -175,17 +179,86 @@ describe("the kingest command line", function()
       assert.falsy(err:find(" WARN ", 1, true), err)
     end)
 
-    it("with a misspelt property warns about it with its file and line", function()
+    -- Runs JOB (in WORK, with ARGS after the job file), which must be refused before anything is pulled: exit
+    -- 1, the last line of stderr is exactly LAST, nothing is published and no state is stored.
+    local function refused(job, work, last, ...)
+      local code, out, err = H.kingest({ "run", job, ... }, { GOBBLIN_WORK_DIR = work })
+      assert.are.equal(1, code, err)
+      assert.are.equal("", out)
+      assert.are.equal(last, H.last_line(err), err)
+      assert.falsy(err:find("Pulling", 1, true), err)
+      assert.same({}, H.files(work .. "/job-output"))
+      assert.same({}, H.files(work .. "/state-store"))
+      return err
+    end
+
+    local function warnings(err)
+      local found = {}
+      for _, line in ipairs(H.lines(err)) do
+        local w = line:match(" WARN (.*)$")
+        if w then found[#found + 1] = w end
+      end
+      return found
+    end
+
+    it("with a property close to one kingest reads fails with `did you mean`, naming the file and line", function()
       local work = H.workdir("cli_typo")
-      local job = pull(work, "bootstrap.with.ofset=earliest\n")
+      -- With topic.whitelist misspelt, the default (every topic) would be pulled.
+      local job = H.job_pull(work, table.concat({
+        "job.name=CliTypo",
+        "kafka.brokers=" .. H.bootstrap(),
+        "topic.whitelst=" .. topic,
+        "writer.file.path.type=tablename",
+        "bootstrap.with.ofset=earliest",
+      }, "\n") .. "\n")
+      refused(job, work, "kingest: " .. job .. ":3: unknown property topic.whitelst; did you mean topic.whitelist?; " ..
+        job .. ":5: unknown property bootstrap.with.ofset; did you mean bootstrap.with.offset?")
+      local code, _, err = H.kingest({ "plan", job }, { GOBBLIN_WORK_DIR = work })
+      assert.are.equal(1, code, err)
+      assert.matches("did you mean topic.whitelist?", H.last_line(err), 1, true)
+    end)
+
+    it("with Gobblin properties kingest does not implement warns what it does instead, and runs", function()
+      local work = H.workdir("cli_unimplemented")
+      local job = pull(work, "writer.codec.type=gzip\nconverter.classes=gobblin.converter.IdentityConverter\n" ..
+        "job.runonce=true\nmy.own.setting=1\n")
       local code, _, err = H.kingest({ "run", job }, { GOBBLIN_WORK_DIR = work })
       assert.are.equal(0, code, err)
-      local warnings = {}
-      for _, line in ipairs(H.lines(err)) do
-        if line:find(" WARN ", 1, true) then warnings[#warnings + 1] = line end
-      end
-      assert.are.equal(1, #warnings, err)
-      assert.truthy(warnings[1]:find(job .. ":6: unknown property bootstrap.with.ofset", 1, true), warnings[1])
+      assert.same({ "one", "two" }, H.output_lines(work .. "/job-output/" .. topic))
+      assert.same({
+        job .. ":6: writer.codec.type=gzip is not implemented: files are written uncompressed",
+        job .. ":7: converter.classes=gobblin.converter.IdentityConverter is not implemented: records are written as " ..
+          "the source gives them; converters are Lua functions (converters in a job.lua)",
+        job .. ":9: unknown property my.own.setting (ignored)",
+      }, warnings(err))
+    end)
+
+    it("with --strict or job.strict=true refuses those properties, naming each, before anything is pulled", function()
+      local work = H.workdir("cli_strict")
+      local job = pull(work, "writer.codec.type=gzip\nconverter.classes=gobblin.converter.IdentityConverter\n" ..
+        "job.runonce=true\nmy.own.setting=1\nmr.job.root.dir=/gobblin/working\n")
+      local refusal = " refuses 3 properties that kingest does not know or implement (each is logged above): " ..
+        job .. ":6: writer.codec.type, " .. job .. ":7: converter.classes, " .. job .. ":9: my.own.setting"
+      local err = refused(job, work, "kingest: --strict: job.strict=true" .. refusal, "--strict")
+      assert.same({}, warnings(err))
+      assert.are.equal(1, #H.grep(err, " ERROR " .. job .. ":6: writer.codec.type=gzip is not implemented: files " ..
+        "are written uncompressed"), err)
+      assert.are.equal(1, #H.grep(err, " ERROR " .. job .. ":9: unknown property my.own.setting"), err)
+      local code, out, perr = H.kingest({ "plan", job, "--strict" }, { GOBBLIN_WORK_DIR = work })
+      assert.are.equal(1, code, perr)
+      assert.are.equal("", out)
+      assert.are.equal("kingest: --strict: job.strict=true" .. refusal, H.last_line(perr))
+
+      local strict = pull(work, "writer.codec.type=gzip\nconverter.classes=gobblin.converter.IdentityConverter\n" ..
+        "job.runonce=true\nmy.own.setting=1\njob.strict=true\n")
+      refused(strict, work, "kingest: " .. strict .. ":10: job.strict=true" .. refusal)
+
+      -- Harmless and MapReduce-only properties pass under --strict.
+      local clean = pull(work, "job.runonce=true\nmr.job.root.dir=/gobblin/working\n" ..
+        "kafka.consumer.fetch.wait.max.ms=20\n")
+      local code2, _, err2 = H.kingest({ "run", clean, "--strict" }, { GOBBLIN_WORK_DIR = work })
+      assert.are.equal(0, code2, err2)
+      assert.same({ "one", "two" }, H.output_lines(work .. "/job-output/" .. topic))
     end)
   end)
 end)

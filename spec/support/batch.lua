@@ -4,13 +4,15 @@
 local ffi = require("ffi")
 local gffi = require("gobblin.ffi")
 
-ffi.load(assert(os.getenv("KINGEST_FFI_LIB"), "KINGEST_FFI_LIB is not set"), true)
+-- Kept referenced: a library namespace that is collected unloads the library, and with it the kg_ffi_*
+-- symbols ffi.C finds through the global load.
+local lib = ffi.load(assert(os.getenv("KINGEST_FFI_LIB"), "KINGEST_FFI_LIB is not set"), true)
 pcall(ffi.cdef, [[
 typedef int (*kg_emit_fn)(void *ctx, const kg_record_t *record, const char *data, size_t len);
 typedef struct { kg_emit_fn emit; void *ctx; } kg_sink_t;
 ]])
 
-local B = {}
+local B = { lib = lib }
 
 -- A job file holding TEXT; returns its path.
 function B.job_file(text)

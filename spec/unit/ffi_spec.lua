@@ -40,4 +40,37 @@ describe("gobblin.ffi", function()
     assert.is_nil(rec:value())
     assert.is_true(ffi.istype("kg_record_t", rec))
   end)
+
+  it("makes a record view used as a string an error that says so and names what was tried", function()
+    local gffi = require("gobblin.ffi")
+    local payload = "abc"
+    local rec = gffi.record_t()
+    rec.topic_ptr = "events"
+    rec.value_ptr = payload
+    rec.value_len = #payload
+    local hint = "; call rec:value() for the payload (a converter gets the record view when the job has no " ..
+      "source and no decodeRecord, or when decodeRecord returns it)"
+    local here = debug.getinfo(1, "S").short_src
+    local cases = {
+      { function() return rec:upper() end, "it has no method or field 'upper'" },
+      { function() return rec:gsub("a", "b") end, "it has no method or field 'gsub'" },
+      { function() return rec:find("a") end, "it has no method or field 'find'" },
+      { function() return rec.payload end, "it has no method or field 'payload'" },
+      { function() return rec .. "x" end, "it cannot be concatenated with .." },
+      { function() return "x" .. rec end, "it cannot be concatenated with .." },
+      { function() return #rec end, "#rec is not its length (rec.value_len is)" },
+    }
+    for i, case in ipairs(cases) do
+      local ok, err = pcall(case[1])
+      assert.is_false(ok, "case " .. i)
+      -- The error points at the script's line, not at gobblin.ffi.
+      assert.are.equal(here .. ":" .. debug.getinfo(case[1], "S").linedefined .. ": a record view is not a string: " ..
+        case[2] .. hint, err)
+    end
+    -- The view's own methods and fields are untouched.
+    assert.are.equal("abc", rec:value())
+    assert.are.equal("events", rec:topic())
+    assert.are.equal(3, tonumber(rec.value_len))
+    assert.same({}, rec:headers())
+  end)
 end)

@@ -111,10 +111,140 @@ describe("gobblin.runtime", function()
     end)
 
     it("must be functions", function()
-      assert.has_error(function() processor([[return { converters = { "nope" } }]]) end,
-        "converters[1] must be a function, got string")
-      assert.has_error(function() processor([[return { converters = { function() end, x = 1 } }]]) end,
-        "converters must be an array of functions; it has a key x")
+      local path = B.job_file([[return { converters = { "nope" } }]])
+      assert.has_error(function() runtime.processor(path) end, path .. ": converters[1] must be a function, got string")
+      path = B.job_file([[return { converters = { function() end, x = 1 } }]])
+      assert.has_error(function() runtime.processor(path) end,
+        path .. ": converters must be an array of functions; it has a key x")
+    end)
+
+    it("get the record view when the job has no source and no decodeRecord, and using it as a string is an error " ..
+      "that names what was tried and fails every record", function()
+      local hint = "; call rec:value() for the payload (a converter gets the record view when the job has no " ..
+        "source and no decodeRecord, or when decodeRecord returns it)"
+      local cases = {
+        { "return r:upper()", "it has no method or field 'upper'" },
+        { "return (r:gsub('a', 'b'))", "it has no method or field 'gsub'" },
+        { "return r .. '!'", "it cannot be concatenated with .." },
+        { "return '!' .. r", "it cannot be concatenated with .." },
+        { "return tostring(#r)", "#rec is not its length (rec.value_len is)" },
+      }
+      for _, case in ipairs(cases) do
+        local path = B.job_file("return { converters = {\n  function(r) " .. case[1] .. " end } }")
+        local out, errors = B.run(runtime.processor(path), { { value = "a" }, { value = "b" } })
+        assert.same({}, out)
+        assert.are.equal(2, #errors, case[1])
+        assert.are.equal("converter 1", errors[1].stage)
+        assert.are.equal(path .. ":2: a record view is not a string: " .. case[2] .. hint,
+          errors[1].message:match("^[^\n]*"), case[1])
+      end
+      -- What the view is for still works, and a view passed through is written as its payload.
+      local p = processor([[return { converters = { function(r) return r:value() .. "|" .. r.offset .. "|" .. r:topic() end,
+        function(s) return s:upper() end } }]])
+      assert.same({ "A|7|T" }, (B.run(p, { { value = "a", offset = 7, topic = "t" } })))
+      p = processor([[return { converters = { function(r) return r end } }]])
+      assert.same({ "a" }, (B.run(p, { { value = "a" } })))
+    end)
+  end)
+
+  describe("loading a job", function()
+    local function load_error(text)
+      local path = B.job_file(text)
+      local ok, err = pcall(runtime.load_job, path)
+      assert.is_false(ok, "the job should be refused:\n" .. text)
+      return (err:gsub("^" .. path:gsub("%p", "%%%0"), "JOB")), path
+    end
+
+    local CALLS = "but kingest calls only the job table's decodeRecord, converters, estimateSize and source"
+
+    it("refuses a misspelt hook, at once, with the one it meant", function()
+      assert.are.equal("JOB: decoderecord is a function, " .. CALLS .. "; did you mean decodeRecord?",
+        load_error([[return { decoderecord = function(msg) return msg end }]]))
+      assert.are.equal("JOB: decode_record is a function, " .. CALLS .. "; did you mean decodeRecord?",
+        load_error([[return { decode_record = function(msg) return msg end }]]))
+      assert.are.equal("JOB: convertors is a list of functions, " .. CALLS .. "; did you mean converters?",
+        load_error([[return { convertors = { function(r) return r end } }]]))
+      assert.are.equal("JOB: estimate_size is a function, " .. CALLS .. "; did you mean estimateSize?",
+        load_error([[return { estimate_size = function() return 1 end }]]))
+      assert.are.equal("JOB: sourse is not a property kingest reads, nor one of the decodeRecord, converters, " ..
+        "estimateSize and source it calls; did you mean source?",
+        load_error([[return { sourse = "gobblin.source.kafka_json" }]]))
+    end)
+
+    it("refuses any other function, at any depth, naming its key", function()
+      assert.are.equal("JOB: transform is a function, " .. CALLS,
+        load_error([[return { transform = function(r) return r end }]]))
+      assert.are.equal("JOB: kafka.decodeRecord is a function, " .. CALLS ..
+        "; did you mean decodeRecord, at the top of the job table?",
+        load_error([[return { kafka = { brokers = "b:1", decodeRecord = function(m) return m end } }]]))
+      assert.are.equal("JOB: writer.hooks is a list of functions, " .. CALLS,
+        load_error([[return { writer = { hooks = { function() end } } }]]))
+      assert.are.equal("JOB: the job table[1] is a function, " .. CALLS,
+        load_error([[return { function() end }]]))
+    end)
+
+    it("refuses decodeRecord and source together, where one would be ignored", function()
+      assert.are.equal("JOB: decodeRecord and source are both set, and only one of them can decode the records: " ..
+        "keep one (a converter can do what comes after the source's decodeRecord)",
+        load_error([[return { source = "gobblin.source.kafka_json", decodeRecord = function(m) return m end }]]))
+    end)
+
+    it("refuses hooks of the wrong type", function()
+      assert.are.equal("JOB: decodeRecord must be a function, got string",
+        load_error([[return { decodeRecord = "gobblin.source.kafka_json" }]]))
+      assert.are.equal("JOB: estimateSize must be a function, got number",
+        load_error([[return { estimateSize = 5 }]]))
+      assert.are.equal("JOB: source must be a module name such as \"gobblin.source.kafka_json\", got table " ..
+        "(Gobblin's source.class is written [\"source.class\"] = ...)",
+        load_error([[return { source = { class = "KafkaSimpleSource" } }]]))
+    end)
+
+    it("refuses a source that does not exist, listing the ones kingest provides", function()
+      local provides = "kingest provides gobblin.source.kafka_json, gobblin.source.kafka_csv, gobblin.source.kafka_simple"
+      local err = load_error([[return { source = "gobblin.source.kafka_jsn" }]])
+      assert.are.equal("JOB: source gobblin.source.kafka_jsn cannot be loaded (did you mean gobblin.source.kafka_json? " ..
+        provides .. "): module 'gobblin.source.kafka_jsn' not found:", err:match("^[^\n]*"))
+      err = load_error([[return { source = "kafka_csv" }]])
+      assert.are.equal("JOB: source kafka_csv cannot be loaded (did you mean gobblin.source.kafka_csv? " ..
+        provides .. "): module 'kafka_csv' not found:", err:match("^[^\n]*"))
+      err = load_error([[return { source = "my_company.decoders" }]])
+      assert.are.equal("JOB: source my_company.decoders cannot be loaded (" .. provides ..
+        "): module 'my_company.decoders' not found:", err:match("^[^\n]*"))
+    end)
+
+    it("accepts a source module of the user's own, next to the job file", function()
+      local path = B.job_file([[return { source = "kingest_spec_own_source" }]])
+      local dir = path:match("^(.*)/")
+      local f = assert(io.open(dir .. "/kingest_spec_own_source.lua", "w"))
+      f:write("return { decodeRecord = function(msg) return 'own:' .. msg:value() end }\n")
+      f:close()
+      local saved = package.path
+      package.path = dir .. "/?.lua;" .. package.path -- the engine adds the job file's folder
+      local ok, p = pcall(runtime.processor, path)
+      package.path = saved
+      os.remove(dir .. "/kingest_spec_own_source.lua")
+      assert.is_true(ok, tostring(p))
+      assert.same({ "own:x" }, (B.run(p, { { value = "x" } })))
+    end)
+
+    it("lists in SOURCES exactly the modules of lua/gobblin/source/", function()
+      local files = {}
+      local ls = assert(io.popen("ls lua/gobblin/source"))
+      for name in ls:lines() do files[#files + 1] = "gobblin.source." .. name:gsub("%.lua$", "") end
+      ls:close()
+      local listed = {}
+      for i, s in ipairs(runtime.SOURCES) do listed[i] = s end
+      table.sort(files)
+      table.sort(listed)
+      assert.same(files, listed)
+    end)
+
+    it("hands the engine the properties without the hooks", function()
+      local path = B.job_file([[return { ["job.name"] = "j", kafka = { brokers = "b:1" }, source = "gobblin.source.kafka_json",
+        converters = { function(r) return r end }, estimateSize = function() return 1 end }]])
+      assert.same({ ["job.name"] = "j", kafka = { brokers = "b:1" } }, runtime.load_properties(path))
+      path = B.job_file([[return { ["job.name"] = "j", decodeRecord = function(m) return m end }]])
+      assert.same({ ["job.name"] = "j" }, runtime.load_properties(path))
     end)
   end)
 
