@@ -24,7 +24,8 @@
 #ifndef KG_PREFETCH_RECORDS
 #define KG_PREFETCH_RECORDS "50000"
 #endif
-#define KG_FIRST_WAIT_MS 25 /* how long a drained full queue may stay empty before the fetcher is restarted */
+#define KG_FIRST_WAIT_MS 25 /* one slice of a wait for records; also how long a drained full queue may stay empty
+                               before the fetcher is restarted */
 
 struct kg_kafka {
   rd_kafka_t *rk;
@@ -454,18 +455,25 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     k->msgs = kg_xrealloc(k->msgs, (size_t)max * sizeof *k->msgs);
     k->msgs_cap = max;
   }
-  /* After the queue was full, wait briefly first: an empty queue then means a stopped fetcher. */
-  int first = k->queue_filled && timeout_ms > KG_FIRST_WAIT_MS ? KG_FIRST_WAIT_MS : timeout_ms;
-  ssize_t got = rd_kafka_consume_batch(k->rkt, k->partition, first, k->msgs, (size_t)max);
-  if (got == 0 && timeout_ms > first) {
-    /* The queue filled and has run dry: restart the fetcher where the reader is, so it fetches now (see the
-     * top of this file). */
-    rd_kafka_consume_stop(k->rkt, k->partition);
-    if (rd_kafka_consume_start(k->rkt, k->partition, k->next_offset) == -1)
-      return kg_fail(errbuf, KG_EKAFKA, "cannot restart reading %s:%d at offset %lld: %s", k->topic, k->partition,
-                     (long long)k->next_offset, rd_kafka_err2str(rd_kafka_last_error()));
-    k->queue_filled = false;
-    got = rd_kafka_consume_batch(k->rkt, k->partition, timeout_ms - first, k->msgs, (size_t)max);
+  /* consume_batch waits until it has MAX messages or its timeout passes, so the wait is taken in short slices and
+   * whatever came in a slice is returned: the end of a partition (an EOF event after offsets that hold no record,
+   * such as transaction markers) must not cost the whole timeout. */
+  int64_t deadline = kg_mono_ms() + timeout_ms;
+  ssize_t got;
+  for (;;) {
+    int64_t left = deadline - kg_mono_ms();
+    int slice = left > KG_FIRST_WAIT_MS ? KG_FIRST_WAIT_MS : left > 0 ? (int)left : 0;
+    got = rd_kafka_consume_batch(k->rkt, k->partition, slice, k->msgs, (size_t)max);
+    if (got != 0 || deadline - kg_mono_ms() <= 0) break;
+    if (k->queue_filled) {
+      /* The queue filled and has run dry: restart the fetcher where the reader is, so it fetches now (see the
+       * top of this file). */
+      rd_kafka_consume_stop(k->rkt, k->partition);
+      if (rd_kafka_consume_start(k->rkt, k->partition, k->next_offset) == -1)
+        return kg_fail(errbuf, KG_EKAFKA, "cannot restart reading %s:%d at offset %lld: %s", k->topic, k->partition,
+                       (long long)k->next_offset, rd_kafka_err2str(rd_kafka_last_error()));
+      k->queue_filled = false;
+    }
   }
   if (got > 0 && k->queue) {
     size_t batch_bytes = 0;

@@ -82,6 +82,20 @@ describe("reading from a slow broker", function()
     assert_all_arrive(job_for(work, topic, brokers), work, topic)
   end)
 
+  it("reads past a large aborted transaction through a 300 ms proxy (read_committed)", function()
+    local topic = H.unique("latency_txn")
+    H.create_topic(topic, 1)
+    local code, _, err = H.sh(H.q(H.root .. "/spec/support/txn_produce.py") .. " " .. H.q(H.bootstrap()) .. " " ..
+      H.q(topic) .. " 100000 50 t")
+    assert.are.equal(0, code, err)
+    local work = H.workdir("latency")
+    local brokers = start_proxy(300)
+    assert_all_arrive(job_for(work, topic, brokers), work, topic)
+    local want = {}
+    for i = 0, 49 do want[#want + 1] = "t-committed-" .. i end
+    assert.are.same(want, H.output_lines(work .. "/job-output/" .. topic))
+  end)
+
   it("reads every record with fetch.min.bytes=1048576 and fetch.wait.max.ms=1000 on a small topic", function()
     local topic = H.topic_with("latency_wait", H.records("t", 0, 0, 999))
     local work = H.workdir("latency")
