@@ -738,10 +738,12 @@ static void write_metrics(kg_job_t *job, bool succeeded) {
       kg_buf_appendf(&md,
                      ",\"partition\":%d,\"lowWatermark\":%lld,\"expectedHighWatermark\":%lld,"
                      "\"actualHighWatermark\":%lld,\"numRecordsConsumed\":%lld,\"avgRecordMillis\":%.6f,"
-                     "\"avgRecordSize\":%.2f,\"decodingErrors\":%lld,\"task\":\"%s\"}",
+                     "\"avgRecordSize\":%.2f,\"decodingErrors\":%lld,\"skipped\":%lld,\"quarantined\":%lld,"
+                     "\"deletedBeforeRead\":%lld,\"task\":\"%s\"}",
                      wu->partition, (long long)wu->low, (long long)wu->high, (long long)r->actual_high,
                      (long long)r->records, r->records ? (double)r->elapsed_ms / (double)r->records : 0.0,
-                     r->records ? (double)r->bytes / (double)r->records : 0.0, (long long)r->decode_errors, t->task_id);
+                     r->records ? (double)r->bytes / (double)r->records : 0.0, (long long)r->decode_errors,
+                     (long long)r->skipped, (long long)r->quarantined, (long long)r->deleted, t->task_id);
       event(job, "KafkaExtractorTopicMetadata", md.data);
       kg_buf_free(&md);
       if (r->premature_stop) {

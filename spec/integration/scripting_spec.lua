@@ -442,6 +442,16 @@ describe("the error budget", function()
       "failure: " .. t .. ":", 1, true), summary[1])
     local run = last_run(work)
     assert.same({ result = "SUCCESSFUL", read = 40, written = 38, skipped = 2, quarantined = 0 }, run)
+    -- And per partition in the metrics file's KafkaExtractorTopicMetadata events.
+    local events = {}
+    for _, line in ipairs(H.metrics_lines(work .. "/metrics")) do
+      if line.type == "event" and line.name == "KafkaExtractorTopicMetadata" then
+        local m = line.metadata
+        events[m.topic .. ":" .. m.partition] = { m.numRecordsConsumed, m.decodingErrors, m.skipped, m.quarantined,
+                                                  m.deletedBeforeRead }
+      end
+    end
+    assert.same({ [t .. ":0"] = { 20, 1, 1, 0, 0 }, [t .. ":1"] = { 20, 1, 1, 0, 0 } }, events)
     local code, out, err = H.kingest({ "state", "history", work .. "/job.lua" }, { GOBBLIN_WORK_DIR = work })
     assert.are.equal(0, code, err)
     assert.truthy(out:find("%s40%s+38%s+%d+%s+2%s+0%s+0%s+SUCCESSFUL"), out)
