@@ -934,10 +934,12 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
      * scheduler's log shows the run was partial; the next run goes on from there. */
     kg_buf_t behind = {0};
     size_t nbehind = 0;
+    bool stopped = false; /* a stop signal ended a partition early (one that came later changes nothing) */
     for (size_t i = 0; i < job.ntasks; i++)
       for (size_t u = 0; u < job.tasks[i].nunits; u++) {
         kg_unit_result_t *r = &job.tasks[i].results[u];
         kg_workunit_t *wu = job.tasks[i].units[u];
+        stopped |= r->stopped;
         if (!r->fetch_failed || r->actual_high >= wu->high) continue;
         if (nbehind++ < 10)
           kg_buf_appendf(&behind, "%s%s:%d at %lld of %lld", behind.len ? ", " : "", wu->topic, wu->partition,
@@ -950,7 +952,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
       *outcome = KG_OUTCOME_PARTIAL;
     }
     kg_buf_free(&behind);
-    if (kg_stop_signal()) *outcome = KG_OUTCOME_STOPPED;
+    if (stopped) *outcome = KG_OUTCOME_STOPPED;
   }
 
 out:

@@ -314,6 +314,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
   while (next < wu->high) {
     if (kg_stop_signal()) {
       stop_early(res, wu, next, kg_stop_signal() == SIGINT ? "stopped by SIGINT" : "stopped by SIGTERM");
+      res->stopped = true;
       break;
     }
     if (allow.deadline_ms && kg_mono_ms() >= allow.deadline_ms) {

@@ -24,7 +24,8 @@ typedef struct {
   int64_t quarantined;   /* and the ones written to <FP>/_errors (decode.error.policy=quarantine) */
   int64_t deleted;       /* records deleted under the reader and skipped by the reset policy (never read) */
   bool fetch_failed;   /* the fetch stopped with an error before the high watermark */
-  bool premature_stop; /* an extract limit ended the unit before its high watermark */
+  bool premature_stop; /* an extract limit or a stop signal ended the unit before its high watermark */
+  bool stopped;        /* a stop signal (SIGTERM, SIGINT) ended it */
   char stop_reason[160];
   kg_fingerprint_t last; /* the last record pulled (set when records > 0): tells a recreated log next run */
 } kg_unit_result_t;
