@@ -233,29 +233,6 @@ static const struct {
                           "state database, not in the group; remove it"},
 };
 
-/* Edit distance between A and B, stopping early once it exceeds LIMIT. */
-static size_t edit_distance(const char *a, const char *b, size_t limit) {
-  size_t n = strlen(a), m = strlen(b);
-  if ((n > m ? n - m : m - n) > limit || m >= 128) return limit + 1;
-  size_t row[128];
-  for (size_t j = 0; j <= m; j++)
-    row[j] = j;
-  for (size_t i = 1; i <= n; i++) {
-    size_t diag = row[0], best = row[0] = i;
-    for (size_t j = 1; j <= m; j++) {
-      size_t up = row[j];
-      size_t v = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < v) v = up + 1;
-      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
-      row[j] = v;
-      diag = up;
-      if (v < best) best = v;
-    }
-    if (best > limit) return limit + 1;
-  }
-  return row[m];
-}
-
 /* A documented property within two edits of NAME (a likely typo), or NULL; with STANDALONE_ONLY, only those
  * a standalone run reads. One that differs only in case is the likeliest. */
 static const char *nearest_property(const char *name, bool standalone_only) {
@@ -266,7 +243,7 @@ static const char *nearest_property(const char *name, bool standalone_only) {
   for (size_t i = 0; i < n; i++) {
     if (strchr(docs[i].name, '*') || (standalone_only && docs[i].mode == 1)) continue;
     if (!strcasecmp(name, docs[i].name)) return docs[i].name;
-    size_t d = edit_distance(name, docs[i].name, 2);
+    size_t d = kg_edit_distance(name, docs[i].name, 2);
     if (d < best_d) {
       best_d = d;
       best = docs[i].name;
@@ -280,7 +257,7 @@ static const char *nearest_ignored(const char *name) {
   const char *best = NULL;
   size_t best_d = 3;
   for (size_t i = 0; i < sizeof gobblin_ignored / sizeof gobblin_ignored[0]; i++) {
-    size_t d = edit_distance(name, gobblin_ignored[i].name, 2);
+    size_t d = kg_edit_distance(name, gobblin_ignored[i].name, 2);
     if (d > 0 && d < best_d) {
       best_d = d;
       best = gobblin_ignored[i].name;
@@ -297,7 +274,7 @@ static char *near_consumer_key(const char *name) {
   if (!rest || !rest[1] || (size_t)(rest - name) >= 64 || !strncmp(name, "kafka.consumer.", 15)) return NULL;
   char head[64];
   snprintf(head, sizeof head, "%.*s", (int)(rest - name), name);
-  return edit_distance(head, "kafka.consumer", 2) <= 2 ? kg_xasprintf("kafka.consumer%s", rest) : NULL;
+  return kg_edit_distance(head, "kafka.consumer", 2) <= 2 ? kg_xasprintf("kafka.consumer%s", rest) : NULL;
 }
 
 /* The namespaces of MapReduce and Hadoop properties, which change nothing in a standalone run. */

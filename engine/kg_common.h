@@ -82,6 +82,10 @@ void kg_buf_append(kg_buf_t *buf, const void *p, size_t n);
 void kg_buf_appendf(kg_buf_t *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kg_buf_free(kg_buf_t *buf);
 
+/* The edit distance between A and B (for "did you mean"), or LIMIT + 1 once it is sure to exceed LIMIT, and for
+ * strings of 256 bytes or more. */
+size_t kg_edit_distance(const char *a, const char *b, size_t limit);
+
 /* Trims spaces and tabs at both ends, in place; returns S. */
 char *kg_strtrim(char *s);
 /* Parses a whole base-10 integer; false if S is not one. */

@@ -194,28 +194,6 @@ bool kg_topic_is_name(const char *p) {
   return true;
 }
 
-/* Edit distance between A and B, or LIMIT + 1 once it is sure to exceed LIMIT. */
-static size_t distance(const char *a, const char *b, size_t limit) {
-  size_t n = strlen(a), m = strlen(b);
-  if ((n > m ? n - m : m - n) > limit || m >= 256) return limit + 1;
-  size_t row[256];
-  for (size_t j = 0; j <= m; j++)
-    row[j] = j;
-  for (size_t i = 1; i <= n; i++) {
-    size_t diag = row[0], best = row[0] = i;
-    for (size_t j = 1; j <= m; j++) {
-      size_t up = row[j], v = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < v) v = up + 1;
-      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
-      row[j] = v;
-      diag = up;
-      if (v < best) best = v;
-    }
-    if (best > limit) return limit + 1;
-  }
-  return row[m];
-}
-
 const char *kg_topic_nearest(const char *name, const char *const *names, size_t n) {
   size_t limit = strlen(name) / 3;
   if (limit < 1) limit = 1;
@@ -223,7 +201,7 @@ const char *kg_topic_nearest(const char *name, const char *const *names, size_t 
   const char *best = NULL;
   size_t best_d = limit + 1;
   for (size_t i = 0; i < n; i++) {
-    size_t d = distance(name, names[i], limit);
+    size_t d = kg_edit_distance(name, names[i], limit);
     if (d < best_d) {
       best_d = d;
       best = names[i];
