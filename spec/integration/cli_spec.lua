@@ -38,6 +38,11 @@ describe("the kingest command line", function()
         for _, cmd in ipairs({ "run JOB", "state show JOB", "properties", "help" }) do
           assert.truthy(out:find("\n  " .. cmd, 1, true), arg .. " should list " .. cmd .. ":\n" .. out)
         end
+        -- The table of exit statuses, one line each.
+        for status, meaning in ipairs({ "failure", "bad usage", "another run of the job holds its lock", "partial",
+                                        "over the error budget", "stopped by SIGTERM or SIGINT" }) do
+          assert.truthy(out:find("\n  " .. status .. "  " .. meaning, 1, true), arg .. ": exit status " .. status .. ":\n" .. out)
+        end
       end
     end)
 
