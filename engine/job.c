@@ -89,18 +89,6 @@ static void remove_dead_runs_task_data(const kg_config_t *c, const char *job_id)
   free(root);
 }
 
-static const char *reason_name(kg_start_reason_t r) {
-  switch (r) {
-  case KG_START_PREVIOUS: return "previous";
-  case KG_START_BOOTSTRAP: return "bootstrap";
-  case KG_START_MOVE_TO_LATEST: return "move-to-latest";
-  case KG_START_RESET: return "reset";
-  case KG_START_NEW_PARTITION: return "new-partition";
-  case KG_START_RECREATED: return "recreated";
-  }
-  return "?";
-}
-
 /* The first of PARTS (sorted by topic, then partition) whose topic is TOPIC, or NULL. */
 static const kg_partition_state_t *stored_topic(const kg_partition_state_t *parts, size_t count, const char *topic) {
   size_t lo = 0, hi = count;
@@ -306,8 +294,9 @@ static int plan(kg_job_t *job, kg_state_t *state, char *errbuf) {
           now->timestamp != was->timestamp
               ? kg_xasprintf("the record at offset %lld is not the last one pulled (timestamp %lld, not %lld)",
                              (long long)was->offset, (long long)now->timestamp, (long long)was->timestamp)
-              : kg_xasprintf("the record at offset %lld is not the last one pulled (same timestamp, other key or value)",
-                             (long long)was->offset);
+              : kg_xasprintf(
+                    "the record at offset %lld is not the last one pulled (same timestamp, other key or value)",
+                    (long long)was->offset);
     }
   }
   free(peek_sel);
@@ -391,7 +380,7 @@ static int plan(kg_job_t *job, kg_state_t *state, char *errbuf) {
     KG_INFO("Created workunit for partition %s:%d: lowWatermark=%lld, highWatermark=%lld, range=%lld", topic, part,
             (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low));
     if (d.reason != KG_START_PREVIOUS)
-      KG_DEBUG("Partition %s:%d starts at %lld (%s)", topic, part, (long long)wu->low, reason_name(d.reason));
+      KG_DEBUG("Partition %s:%d starts at %lld (%s)", topic, part, (long long)wu->low, kg_start_reason_name(d.reason));
   }
   /* Records written to a partition the job has never seen are new data: say where such partitions start. */
   if (nfresh) {
@@ -638,8 +627,8 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
       /* The last record pulled identifies the log next run. A unit that was reset and pulled nothing leaves no
        * record of the log it now reads: the old one's is dropped, so that it is not held against the new log. */
       ps->last = r->last;
-      ps->update_last = r->records > 0 || t->units[u]->reason == KG_START_RESET ||
-                        t->units[u]->reason == KG_START_RECREATED;
+      ps->update_last =
+          r->records > 0 || t->units[u]->reason == KG_START_RESET || t->units[u]->reason == KG_START_RECREATED;
       if (r->records == 0) ps->last.set = false;
     }
   }
@@ -994,21 +983,6 @@ out:
   return rc;
 }
 
-static void json_unit(kg_buf_t *out, const kg_workunit_t *wu) {
-  kg_buf_append(out, "{\"topic\":", 9);
-  kg_json_string(out, wu->topic);
-  kg_buf_appendf(out,
-                 ",\"partition\":%d,\"low\":%lld,\"high\":%lld,\"range\":%lld,\"earliest\":%lld,\"latest\":%lld,"
-                 "\"stored\":",
-                 wu->partition, (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low),
-                 (long long)wu->earliest, (long long)wu->latest);
-  if (wu->has_stored)
-    kg_buf_appendf(out, "%lld", (long long)wu->stored);
-  else
-    kg_buf_append(out, "null", 4);
-  kg_buf_appendf(out, ",\"start\":\"%s\",\"estimatedSize\":%.6g}", reason_name(wu->reason), wu->est_size);
-}
-
 int kg_job_plan(const kg_config_t *c, bool json, FILE *out, char *errbuf) {
   kg_job_t job = {.config = c};
   job.start_ms = kg_now_ms();
@@ -1048,7 +1022,7 @@ int kg_job_plan(const kg_config_t *c, bool json, FILE *out, char *errbuf) {
                      groups[g].load, groups[g].size);
       for (size_t u = 0; u < groups[g].count; u++) {
         if (u) kg_buf_append(&o, ",", 1);
-        json_unit(&o, groups[g].units[u]);
+        kg_workunit_json(&o, groups[g].units[u], false);
       }
       kg_buf_append(&o, "]}", 2);
     }
@@ -1066,7 +1040,7 @@ int kg_job_plan(const kg_config_t *c, bool json, FILE *out, char *errbuf) {
         const kg_workunit_t *wu = groups[g].units[u];
         kg_buf_appendf(&o, "  %-32s %9d %14lld %14lld %12lld %14.2f  %s\n", wu->topic, wu->partition,
                        (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low), wu->est_size,
-                       reason_name(wu->reason));
+                       kg_start_reason_name(wu->reason));
       }
     }
     kg_buf_appendf(&o, "\nMin load %.2f, max load %.2f, spread %.2f%%\n", min, max, spread);

@@ -24,8 +24,9 @@
 #ifndef KG_PREFETCH_RECORDS
 #define KG_PREFETCH_RECORDS "50000"
 #endif
-#define KG_FIRST_WAIT_MS 25 /* one slice of a wait for records; also how long a drained full queue may stay empty
-                               before the fetcher is restarted */
+#define KG_FIRST_WAIT_MS                                                                                               \
+  25 /* one slice of a wait for records; also how long a drained full queue may stay empty                             \
+        before the fetcher is restarted */
 
 struct kg_kafka {
   rd_kafka_t *rk;
@@ -38,11 +39,11 @@ struct kg_kafka {
   rd_kafka_message_t **msgs; /* the last batch, destroyed on the next fetch */
   int nmsgs;
   int msgs_cap;
-  rd_kafka_queue_t *queue; /* the partition's prefetch queue, to see how full it is */
-  bool queue_filled;       /* the queue reached a bound since the fetcher (re)started: it may be stopped */
+  rd_kafka_queue_t *queue;   /* the partition's prefetch queue, to see how full it is */
+  bool queue_filled;         /* the queue reached a bound since the fetcher (re)started: it may be stopped */
   int64_t queue_max_records; /* the bounds in force: queued.min.messages */
   int64_t queue_max_bytes;   /* and queued.max.messages.kbytes, in bytes */
-  char *pending_error; /* an error that followed records already handed over; reported by the next fetch */
+  char *pending_error;       /* an error that followed records already handed over; reported by the next fetch */
   int pending_rc;
   int64_t next_offset; /* the offset after the last record handed over */
 };
@@ -311,8 +312,7 @@ static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t 
     rd_kafka_topic_partition_list_destroy(list);
     npending = still;
     if (npending == 0 || kg_mono_ms() >= deadline) break;
-    KG_DEBUG("Offsets of %zu partitions not answered yet (%s); retrying", npending,
-             rd_kafka_err2str(perr[pending[0]]));
+    KG_DEBUG("Offsets of %zu partitions not answered yet (%s); retrying", npending, rd_kafka_err2str(perr[pending[0]]));
     backoff(attempts, deadline);
   }
   int rc = KG_OK;
@@ -341,8 +341,8 @@ int kg_kafka_offsets_bulk(kg_kafka_t *k, const char *const *topics, const int32_
     errors[i] = NULL;
   if (n == 0) return KG_OK;
   int64_t started = kg_mono_ms(), deadline = started + k->metadata_timeout_ms;
-  int rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_BEGINNING, started, deadline, earliest, errors,
-                        errbuf);
+  int rc =
+      list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_BEGINNING, started, deadline, earliest, errors, errbuf);
   if (!rc) rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_END, started, deadline, latest, errors, errbuf);
   return rc;
 }
@@ -351,8 +351,8 @@ int kg_kafka_offsets_bulk(kg_kafka_t *k, const char *const *topics, const int32_
  * records, so the batch bounds what planning holds in memory. */
 #define KG_PEEK_BATCH 64
 
-int kg_kafka_peek(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, const int64_t *offsets,
-                  size_t n, kg_fingerprint_t *found) {
+int kg_kafka_peek(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, const int64_t *offsets, size_t n,
+                  kg_fingerprint_t *found) {
   int64_t deadline = kg_mono_ms() + k->metadata_timeout_ms;
   size_t unanswered = 0;
   for (size_t from = 0; from < n; from += KG_PEEK_BATCH) {
@@ -386,8 +386,8 @@ int kg_kafka_peek(kg_kafka_t *k, const char *const *topics, const int32_t *parti
           nwaiting--;
           if (!msg->err) {
             rd_kafka_timestamp_type_t tstype;
-            found[i] = kg_fingerprint_of(msg->offset, rd_kafka_message_timestamp(msg, &tstype), msg->key,
-                                         msg->key_len, msg->payload, msg->len);
+            found[i] = kg_fingerprint_of(msg->offset, rd_kafka_message_timestamp(msg, &tstype), msg->key, msg->key_len,
+                                         msg->payload, msg->len);
           }
           break;
         }

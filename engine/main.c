@@ -25,15 +25,15 @@ enum {
   KG_EXIT_STOPPED = 6, /* SIGTERM or SIGINT: what was completely written is committed, the rest waits */
 };
 
-#define KG_EXIT_TABLE                                                                                                 \
-  "Exit status:\n"                                                                                                    \
-  "  0  success: every partition was pulled to its high watermark and committed\n"                                   \
-  "  1  failure: a bad job file, a failed task or commit; what failed is not committed\n"                            \
-  "  2  bad usage of the command line\n"                                                                              \
-  "  3  another run of the job holds its lock; nothing was done\n"                                                    \
-  "  4  partial: fetch errors stopped partitions short (only with job.fail.on.partial=true; otherwise 0)\n"           \
-  "  5  over the error budget: more records failed in the script than task.skip.error.records or\n"                  \
-  "     decode.error.max.ratio allow; no offset of the failed task moved\n"                                           \
+#define KG_EXIT_TABLE                                                                                                  \
+  "Exit status:\n"                                                                                                     \
+  "  0  success: every partition was pulled to its high watermark and committed\n"                                     \
+  "  1  failure: a bad job file, a failed task or commit; what failed is not committed\n"                              \
+  "  2  bad usage of the command line\n"                                                                               \
+  "  3  another run of the job holds its lock; nothing was done\n"                                                     \
+  "  4  partial: fetch errors stopped partitions short (only with job.fail.on.partial=true; otherwise 0)\n"            \
+  "  5  over the error budget: more records failed in the script than task.skip.error.records or\n"                    \
+  "     decode.error.max.ratio allow; no offset of the failed task moved\n"                                            \
   "  6  stopped by SIGTERM or SIGINT: what was completely written is committed, the next run goes on from there\n"
 
 static const char *usage_main =

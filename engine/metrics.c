@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
+
 void kg_metrics_add(kg_metrics_t *m, const char *name, double delta) {
   for (size_t i = 0; i < m->count; i++)
     if (!strcmp(m->names[i], name)) {
@@ -122,4 +124,25 @@ void kg_metrics_json(const kg_metrics_t *m, kg_buf_t *out) {
       kg_buf_appendf(out, ":%.6g", v);
   }
   kg_buf_append(out, "}", 1);
+}
+
+void kg_metrics_json_exact(const kg_metrics_t *m, kg_buf_t *out) {
+  kg_buf_append(out, "{", 1);
+  for (size_t i = 0; i < m->count; i++) {
+    if (i) kg_buf_append(out, ",", 1);
+    kg_json_string(out, m->names[i]);
+    kg_buf_append(out, ":", 1);
+    kg_json_double(out, m->values[i]);
+  }
+  kg_buf_append(out, "}", 1);
+}
+
+int kg_metrics_from_json(kg_metrics_t *m, const kg_json_t *obj, const char *what, char *errbuf) {
+  if (!obj || obj->type != KG_JSON_OBJECT) return kg_fail(errbuf, KG_EINVAL, "%s: metrics must be an object", what);
+  for (size_t i = 0; i < obj->count; i++) {
+    if (obj->items[i].type != KG_JSON_NUMBER)
+      return kg_fail(errbuf, KG_EINVAL, "%s: metric \"%s\" must be a number", what, obj->keys[i]);
+    kg_metrics_add(m, obj->keys[i], obj->items[i].number);
+  }
+  return KG_OK;
 }

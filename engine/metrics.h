@@ -36,6 +36,13 @@ void kg_metrics_merge_sum(kg_metrics_t *into, const kg_metrics_t *from);
 void kg_metrics_free(kg_metrics_t *m);
 /* Appends the counters as a JSON object to OUT. */
 void kg_metrics_json(const kg_metrics_t *m, kg_buf_t *out);
+/* Appends the values as a JSON object to OUT, each written so that it reads back exactly (the form metrics
+ * travel in between the phases of a run). */
+void kg_metrics_json_exact(const kg_metrics_t *m, kg_buf_t *out);
+typedef struct kg_json kg_json_t;
+/* Adds every member of the JSON object OBJ (name: number) to M. KG_EINVAL names WHAT and the first member that
+ * is not a number. */
+int kg_metrics_from_json(kg_metrics_t *m, const kg_json_t *obj, const char *what, char *errbuf);
 /* Appends S as a JSON string literal to OUT. */
 void kg_json_string(kg_buf_t *out, const char *s);
 

@@ -7,6 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "json.h"
+#include "metrics.h"
+
 typedef struct {
   regex_t *items;
   char **sources; /* the patterns as written, for exact-name checks */
@@ -218,4 +221,71 @@ void kg_topic_filter_names(const kg_topic_filter_t *f, void (*fn)(void *ctx, con
 void kg_workunit_clear(kg_workunit_t *wu) {
   free(wu->topic);
   wu->topic = NULL;
+}
+
+const char *kg_start_reason_name(kg_start_reason_t r) {
+  switch (r) {
+  case KG_START_PREVIOUS: return "previous";
+  case KG_START_BOOTSTRAP: return "bootstrap";
+  case KG_START_MOVE_TO_LATEST: return "move-to-latest";
+  case KG_START_RESET: return "reset";
+  case KG_START_NEW_PARTITION: return "new-partition";
+  case KG_START_RECREATED: return "recreated";
+  }
+  return "?";
+}
+
+bool kg_start_reason_parse(const char *name, kg_start_reason_t *out) {
+  for (int r = KG_START_PREVIOUS; r <= KG_START_RECREATED; r++)
+    if (!strcmp(name, kg_start_reason_name((kg_start_reason_t)r))) {
+      *out = (kg_start_reason_t)r;
+      return true;
+    }
+  return false;
+}
+
+void kg_workunit_json(kg_buf_t *out, const kg_workunit_t *wu, bool exact) {
+  kg_buf_append(out, "{\"topic\":", 9);
+  kg_json_string(out, wu->topic);
+  kg_buf_appendf(out,
+                 ",\"partition\":%d,\"low\":%lld,\"high\":%lld,\"range\":%lld,\"earliest\":%lld,\"latest\":%lld,"
+                 "\"stored\":",
+                 wu->partition, (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low),
+                 (long long)wu->earliest, (long long)wu->latest);
+  if (wu->has_stored)
+    kg_buf_appendf(out, "%lld", (long long)wu->stored);
+  else
+    kg_buf_append(out, "null", 4);
+  kg_buf_appendf(out, ",\"start\":\"%s\",\"estimatedSize\":", kg_start_reason_name(wu->reason));
+  if (exact)
+    kg_json_double(out, wu->est_size);
+  else
+    kg_buf_appendf(out, "%.6g", wu->est_size);
+  kg_buf_append(out, "}", 1);
+}
+
+int kg_workunit_from_json(const kg_json_t *v, const char *what, kg_workunit_t *wu, char *errbuf) {
+  memset(wu, 0, sizeof *wu);
+  const char *topic = NULL, *start = NULL;
+  int64_t partition = 0;
+  int rc = kg_json_get_string(v, "topic", what, &topic, errbuf);
+  if (!rc) rc = kg_json_get_int(v, "partition", what, &partition, errbuf);
+  if (!rc && (partition < 0 || partition > INT32_MAX))
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: \"partition\" must be a partition number", what);
+  if (!rc) rc = kg_json_get_int(v, "low", what, &wu->low, errbuf);
+  if (!rc) rc = kg_json_get_int(v, "high", what, &wu->high, errbuf);
+  if (!rc) rc = kg_json_get_int(v, "earliest", what, &wu->earliest, errbuf);
+  if (!rc) rc = kg_json_get_int(v, "latest", what, &wu->latest, errbuf);
+  if (!rc) rc = kg_json_get_int_or_null(v, "stored", what, &wu->has_stored, &wu->stored, errbuf);
+  if (!rc) rc = kg_json_get_string(v, "start", what, &start, errbuf);
+  if (!rc && !kg_start_reason_parse(start, &wu->reason))
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: unknown \"start\" '%s'", what, start);
+  if (!rc) rc = kg_json_get_double(v, "estimatedSize", what, &wu->est_size, errbuf);
+  if (rc) {
+    memset(wu, 0, sizeof *wu);
+    return rc;
+  }
+  wu->topic = kg_xstrdup(topic);
+  wu->partition = (int32_t)partition;
+  return KG_OK;
 }

@@ -49,8 +49,8 @@ typedef struct {
   bool move_to_latest; /* the topic is in topics.move.to.latest.offset */
   bool has_stored;     /* the state has an offset for the partition */
   int64_t stored;
-  bool topic_known; /* the state has an offset for another partition of the topic: the job already pulls it */
-  bool recreated;   /* evidence that the partition's log was recreated since STORED was committed */
+  bool topic_known;         /* the state has an offset for another partition of the topic: the job already pulls it */
+  bool recreated;           /* evidence that the partition's log was recreated since STORED was committed */
   int64_t earliest, latest; /* the broker's range */
 } kg_partition_facts_t;
 
@@ -87,5 +87,21 @@ typedef struct {
 } kg_workunit_t;
 
 void kg_workunit_clear(kg_workunit_t *wu);
+
+/* The name of a start reason as `kingest plan` and the JSON form show it ("previous", "bootstrap",
+ * "move-to-latest", "reset", "new-partition", "recreated"), and back: false for an unknown name. */
+const char *kg_start_reason_name(kg_start_reason_t reason);
+bool kg_start_reason_parse(const char *name, kg_start_reason_t *out);
+
+/* Appends WU's JSON form to OUT: {"topic", "partition", "low", "high", "range", "earliest", "latest", "stored" (null
+ * when none), "start", "estimatedSize"}. EXACT writes the size so that it reads back bit for bit (the form a work
+ * unit travels in between the phases of a run); otherwise with 6 significant digits, as `kingest plan --json`
+ * shows it. */
+void kg_workunit_json(kg_buf_t *out, const kg_workunit_t *wu, bool exact);
+
+typedef struct kg_json kg_json_t;
+/* Reads a work unit back from its JSON form V into *WU (its topic a new string: kg_workunit_clear frees it).
+ * KG_EINVAL names WHAT and the member that is missing or wrong; *WU is then cleared. */
+int kg_workunit_from_json(const kg_json_t *v, const char *what, kg_workunit_t *wu, char *errbuf);
 
 #endif

@@ -1,0 +1,264 @@
+/* test_json.c: the JSON reader, exact numbers, and the JSON forms of work units, unit results and metrics, each
+ * written and read back. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "json.h"
+#include "metrics.h"
+#include "result.h"
+#include "test.h"
+#include "workunit.h"
+
+static kg_json_t *parse(const char *text, char *err) {
+  kg_json_t *v = NULL;
+  if (kg_json_parse(text, strlen(text), "test", &v, err) != KG_OK) return NULL;
+  return v;
+}
+
+static void test_reader(void) {
+  char err[KG_ERRLEN];
+  kg_json_t *v =
+      parse(" {\"a\": [1, -2, 3.5, 1e3, true, false, null, \"x\\\"y\\\\z\\n\"], \"b\": {}, \"c\": []} ", err);
+  CHECK(v != NULL);
+  const kg_json_t *a = kg_json_get(v, "a");
+  CHECK(a && a->type == KG_JSON_ARRAY && a->count == 8);
+  CHECK(a->items[0].is_integer && a->items[0].integer == 1);
+  CHECK(a->items[1].is_integer && a->items[1].integer == -2);
+  CHECK(!a->items[2].is_integer && a->items[2].number == 3.5);
+  CHECK(!a->items[3].is_integer && a->items[3].number == 1000);
+  CHECK(a->items[4].type == KG_JSON_BOOL && a->items[4].boolean);
+  CHECK(a->items[5].type == KG_JSON_BOOL && !a->items[5].boolean);
+  CHECK(a->items[6].type == KG_JSON_NULL);
+  CHECK_STR(a->items[7].string, "x\"y\\z\n");
+  CHECK(kg_json_get(v, "b")->type == KG_JSON_OBJECT && kg_json_get(v, "b")->count == 0);
+  CHECK(kg_json_get(v, "c")->type == KG_JSON_ARRAY && kg_json_get(v, "c")->count == 0);
+  CHECK(kg_json_get(v, "missing") == NULL);
+  kg_json_free(v);
+
+  /* Integers beyond a double's 53 bits stay exact; unicode escapes become UTF-8, surrogate pairs included, and
+   * a string may hold NUL. */
+  v = parse("{\"big\": 9223372036854775807, \"small\": -9223372036854775808, \"u\": \"\\u00e9\\ud83d\\ude00\\u0000!\"}",
+            err);
+  CHECK(v != NULL);
+  int64_t n = 0;
+  CHECK_INT(kg_json_get_int(v, "big", "test", &n, err), KG_OK);
+  CHECK(n == INT64_MAX);
+  CHECK_INT(kg_json_get_int(v, "small", "test", &n, err), KG_OK);
+  CHECK(n == INT64_MIN);
+  const kg_json_t *u = kg_json_get(v, "u");
+  CHECK_INT(u->length, 8);
+  CHECK(memcmp(u->string, "\xc3\xa9\xf0\x9f\x98\x80\0!", 8) == 0);
+  kg_json_free(v);
+
+  /* Typed reads say what was wrong. */
+  v = parse("{\"s\": \"x\", \"f\": 1.5, \"n\": null}", err);
+  CHECK_INT(kg_json_get_int(v, "s", "doc.json", &n, err), KG_EINVAL);
+  CHECK_STR(err, "doc.json: \"s\" must be a whole number");
+  CHECK_INT(kg_json_get_int(v, "f", "doc.json", &n, err), KG_EINVAL);
+  bool present = true;
+  CHECK_INT(kg_json_get_int_or_null(v, "n", "doc.json", &present, &n, err), KG_OK);
+  CHECK(!present);
+  CHECK_INT(kg_json_get_int_or_null(v, "gone", "doc.json", &present, &n, err), KG_EINVAL);
+  const char *s = NULL;
+  CHECK_INT(kg_json_get_string(v, "f", "doc.json", &s, err), KG_EINVAL);
+  CHECK_STR(err, "doc.json: \"f\" must be a string");
+  kg_json_free(v);
+
+  /* Bad documents: each refused with the byte where it went wrong. */
+  static const struct {
+    const char *text;
+    const char *error;
+  } bad[] = {
+      {"", "doc: invalid JSON at byte 0: a value is missing"},
+      {"{\"a\" 1}", "doc: invalid JSON at byte 5: a ':' must follow an object key"},
+      {"[1, 2", "doc: invalid JSON at byte 5: expected ',' or ']'"},
+      {"{\"a\": 1,}", "doc: invalid JSON at byte 8: an object key must be a string"},
+      {"[01]", "doc: invalid JSON at byte 2: expected ',' or ']'"},
+      {"\"abc", "doc: invalid JSON at byte 4: a string is not closed"},
+      {"\"a\tb\"", "doc: invalid JSON at byte 2: a control character in a string must be escaped"},
+      {"\"\\x\"", "doc: invalid JSON at byte 3: an unknown escape in a string"},
+      {"\"\\ud800x\"", "doc: invalid JSON at byte 7: a surrogate pair is missing its second half"},
+      {"tru", "doc: invalid JSON at byte 0: not a value"},
+      {"1 2", "doc: invalid JSON at byte 2: text follows the value"},
+      {"-", "doc: invalid JSON at byte 1: a number needs a digit"},
+      {"1.", "doc: invalid JSON at byte 2: a fraction needs a digit"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    kg_json_t *x = (kg_json_t *)1;
+    CHECK_INT(kg_json_parse(bad[i].text, strlen(bad[i].text), "doc", &x, err), KG_EINVAL);
+    CHECK(x == NULL);
+    CHECK_STR(err, bad[i].error);
+  }
+  /* Nesting is bounded, so a hostile document cannot exhaust the stack. */
+  char deep[400];
+  memset(deep, '[', sizeof deep - 1);
+  deep[sizeof deep - 1] = '\0';
+  kg_json_t *x = NULL;
+  CHECK_INT(kg_json_parse(deep, strlen(deep), "doc", &x, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "nested too deep");
+}
+
+static void test_doubles(void) {
+  /* Every double written by kg_json_double reads back as the same bits. */
+  char err[KG_ERRLEN];
+  double values[] = {0, -0.0, 1, -1, 0.1, 1.0 / 3, 2.5e-300, 1.7976931348623157e308, 123456789.125, 9e15, 1e16};
+  srand(7);
+  for (size_t i = 0; i < sizeof values / sizeof values[0] + 1000; i++) {
+    double d = i < sizeof values / sizeof values[0] ? values[i] : (rand() - RAND_MAX / 2) * pow(10, rand() % 40 - 20);
+    kg_buf_t b = {0};
+    kg_json_double(&b, d);
+    kg_json_t *v = NULL;
+    CHECK_INT(kg_json_parse(b.data, b.len, "double", &v, err), KG_OK);
+    if (v) CHECK(v->number == d);
+    kg_json_free(v);
+    kg_buf_free(&b);
+  }
+  kg_buf_t b = {0};
+  kg_json_double(&b, NAN);
+  CHECK_STR(b.data, "null");
+  kg_buf_free(&b);
+}
+
+static void test_workunit(void) {
+  char err[KG_ERRLEN];
+  kg_workunit_t wu = {.topic = "events \"eu\"",
+                      .partition = 7,
+                      .low = 10,
+                      .high = 5000000000LL,
+                      .earliest = 3,
+                      .latest = 5000000000LL,
+                      .has_stored = true,
+                      .stored = 10,
+                      .reason = KG_START_RECREATED,
+                      .est_size = 1.0 / 3};
+  kg_buf_t b = {0};
+  kg_workunit_json(&b, &wu, true);
+  kg_json_t *v = NULL;
+  CHECK_INT(kg_json_parse(b.data, b.len, "unit", &v, err), KG_OK);
+  kg_workunit_t back;
+  CHECK_INT(kg_workunit_from_json(v, "unit", &back, err), KG_OK);
+  CHECK_STR(back.topic, wu.topic);
+  CHECK_INT(back.partition, 7);
+  CHECK_INT(back.low, 10);
+  CHECK_INT(back.high, 5000000000LL);
+  CHECK_INT(back.earliest, 3);
+  CHECK_INT(back.latest, 5000000000LL);
+  CHECK(back.has_stored && back.stored == 10);
+  CHECK_INT(back.reason, KG_START_RECREATED);
+  CHECK(back.est_size == wu.est_size);
+  kg_workunit_clear(&back);
+  kg_json_free(v);
+
+  /* The plan's form: the same members, the size with 6 digits; no stored offset is null. */
+  b.len = 0;
+  wu.has_stored = false;
+  wu.reason = KG_START_BOOTSTRAP;
+  kg_workunit_json(&b, &wu, false);
+  CHECK_STR(b.data,
+            "{\"topic\":\"events \\\"eu\\\"\",\"partition\":7,\"low\":10,\"high\":5000000000,\"range\":4999999990,"
+            "\"earliest\":3,\"latest\":5000000000,\"stored\":null,\"start\":\"bootstrap\","
+            "\"estimatedSize\":0.333333}");
+  CHECK_INT(kg_json_parse(b.data, b.len, "unit", &v, err), KG_OK);
+  CHECK_INT(kg_workunit_from_json(v, "unit", &back, err), KG_OK);
+  CHECK(!back.has_stored);
+  kg_workunit_clear(&back);
+  kg_json_free(v);
+  kg_buf_free(&b);
+
+  /* Each reason name reads back; a broken unit is refused, naming the member. */
+  for (int r = KG_START_PREVIOUS; r <= KG_START_RECREATED; r++) {
+    kg_start_reason_t back_r;
+    CHECK(kg_start_reason_parse(kg_start_reason_name((kg_start_reason_t)r), &back_r) && (int)back_r == r);
+  }
+  const char *broken = "{\"topic\":\"t\",\"partition\":0,\"low\":1,\"high\":\"2\",\"earliest\":0,\"latest\":2,"
+                       "\"stored\":null,\"start\":\"previous\",\"estimatedSize\":1}";
+  CHECK_INT(kg_json_parse(broken, strlen(broken), "unit", &v, err), KG_OK);
+  CHECK_INT(kg_workunit_from_json(v, "units.json", &back, err), KG_EINVAL);
+  CHECK_STR(err, "units.json: \"high\" must be a whole number");
+  CHECK(back.topic == NULL);
+  kg_json_free(v);
+}
+
+static void test_unit_result(void) {
+  char err[KG_ERRLEN];
+  kg_workunit_t wu = {.topic = "t", .partition = 2};
+  kg_unit_result_t r = {.actual_high = 120,
+                        .records = 100,
+                        .bytes = 9000,
+                        .elapsed_ms = 33,
+                        .decode_errors = 4,
+                        .skipped = 3,
+                        .quarantined = 1,
+                        .deleted = 20,
+                        .fetch_failed = true,
+                        .premature_stop = true,
+                        .stopped = true};
+  snprintf(r.stop_reason, sizeof r.stop_reason, "stopped by \"SIGTERM\"");
+  r.last = kg_fingerprint_of(119, 1700000000000LL, "k", 1, "value", 5);
+  kg_buf_t b = {0};
+  kg_unit_result_json(&b, &wu, &r);
+  kg_json_t *v = NULL;
+  CHECK_INT(kg_json_parse(b.data, b.len, "result", &v, err), KG_OK);
+  kg_unit_result_t back;
+  CHECK_INT(kg_unit_result_from_json(v, &wu, "result", &back, err), KG_OK);
+  CHECK_INT(back.actual_high, 120);
+  CHECK_INT(back.records, 100);
+  CHECK_INT(back.bytes, 9000);
+  CHECK_INT(back.elapsed_ms, 33);
+  CHECK_INT(back.decode_errors, 4);
+  CHECK_INT(back.skipped, 3);
+  CHECK_INT(back.quarantined, 1);
+  CHECK_INT(back.deleted, 20);
+  CHECK(back.fetch_failed && back.premature_stop && back.stopped);
+  CHECK_STR(back.stop_reason, r.stop_reason);
+  CHECK(kg_fingerprint_same(&back.last, &r.last));
+  kg_json_free(v);
+
+  /* Without a last record; and the result of another partition is refused. */
+  b.len = 0;
+  memset(&r, 0, sizeof r);
+  kg_unit_result_json(&b, &wu, &r);
+  CHECK_INT(kg_json_parse(b.data, b.len, "result", &v, err), KG_OK);
+  CHECK_INT(kg_unit_result_from_json(v, &wu, "result", &back, err), KG_OK);
+  CHECK(!back.last.set);
+  kg_workunit_t other = {.topic = "t", .partition = 3};
+  CHECK_INT(kg_unit_result_from_json(v, &other, "results.json", &back, err), KG_EINVAL);
+  CHECK_STR(err, "results.json: the result of t:2 where t:3 was expected");
+  kg_json_free(v);
+  kg_buf_free(&b);
+}
+
+static void test_metrics(void) {
+  char err[KG_ERRLEN];
+  kg_metrics_t m = {0};
+  kg_metrics_add(&m, KG_M_RECORDS_READ, 1000000);
+  kg_metrics_add(&m, "script.meter.meanRate", 1234.5678901234);
+  kg_metrics_add(&m, "odd \"name\"", -0.25);
+  kg_buf_t b = {0};
+  kg_metrics_json_exact(&m, &b);
+  kg_json_t *v = NULL;
+  CHECK_INT(kg_json_parse(b.data, b.len, "metrics", &v, err), KG_OK);
+  kg_metrics_t back = {0};
+  CHECK_INT(kg_metrics_from_json(&back, v, "metrics", err), KG_OK);
+  CHECK_INT(back.count, 3);
+  for (size_t i = 0; i < m.count; i++)
+    CHECK(kg_metrics_get(&back, m.names[i]) == m.values[i]);
+  kg_json_free(v);
+  kg_buf_free(&b);
+  kg_metrics_free(&back);
+  kg_metrics_free(&m);
+  CHECK_INT(kg_json_parse("{\"a\": \"1\"}", 10, "metrics", &v, err), KG_OK);
+  CHECK_INT(kg_metrics_from_json(&back, v, "m.json", err), KG_EINVAL);
+  CHECK_STR(err, "m.json: metric \"a\" must be a number");
+  kg_json_free(v);
+  kg_metrics_free(&back);
+}
+
+int main(void) {
+  test_reader();
+  test_doubles();
+  test_workunit();
+  test_unit_result();
+  test_metrics();
+  TEST_MAIN_END();
+}
