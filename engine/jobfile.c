@@ -31,7 +31,7 @@ static bool scalar_to_string(lua_State *L, int idx, kg_buf_t *out) {
   }
   case LUA_TNUMBER: {
     double d = lua_tonumber(L, idx);
-    if (d == (double)(long long)d)
+    if (d > -9e18 && d < 9e18 && d == (double)(long long)d) /* the range first: a larger cast is undefined */
       kg_buf_appendf(out, "%lld", (long long)d);
     else
       kg_buf_appendf(out, "%.17g", d);

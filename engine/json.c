@@ -167,6 +167,10 @@ static int number(kg_json_reader_t *r, kg_json_t *v) {
   tmp[n] = '\0';
   v->type = KG_JSON_NUMBER;
   v->number = strtod(tmp, NULL);
+  if (isinf(v->number)) {
+    r->p = s;
+    return bad(r, "a number is too large for a double");
+  }
   if (integral) {
     errno = 0;
     long long i = strtoll(tmp, NULL, 10);
@@ -336,7 +340,7 @@ void kg_json_double(kg_buf_t *out, double d) {
     kg_buf_append(out, "null", 4);
     return;
   }
-  if (d == (double)(long long)d && fabs(d) < 9e15) {
+  if (fabs(d) < 9e15 && d == (double)(long long)d) { /* the range first: the cast of a larger value is undefined */
     kg_buf_appendf(out, "%lld", (long long)d);
     return;
   }

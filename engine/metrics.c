@@ -118,7 +118,7 @@ void kg_metrics_json(const kg_metrics_t *m, kg_buf_t *out) {
     if (i) kg_buf_append(out, ",", 1);
     kg_json_string(out, m->names[i]);
     double v = m->values[i];
-    if (v == (double)(long long)v && v < 9e15 && v > -9e15)
+    if (v < 9e15 && v > -9e15 && v == (double)(long long)v) /* the range first: a larger cast is undefined */
       kg_buf_appendf(out, ":%lld", (long long)v);
     else
       kg_buf_appendf(out, ":%.6g", v);

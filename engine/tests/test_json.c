@@ -82,6 +82,7 @@ static void test_reader(void) {
       {"1 2", "doc: invalid JSON at byte 2: text follows the value"},
       {"-", "doc: invalid JSON at byte 1: a number needs a digit"},
       {"1.", "doc: invalid JSON at byte 2: a fraction needs a digit"},
+      {"[1e999]", "doc: invalid JSON at byte 1: a number is too large for a double"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     kg_json_t *x = (kg_json_t *)1;
