@@ -1,51 +1,42 @@
-/* fs.c: local file system helpers with durable renames. */
-#define _XOPEN_SOURCE 700
+/* fs.c: the file system registry (a backend per URI scheme) and the calls built on a backend's functions. */
 #include "fs.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-int kg_fs_mkdirs(const char *path, char *errbuf) {
-  char *p = kg_xstrdup(path);
-  size_t n = strlen(p);
-  for (size_t i = 1; i <= n; i++) {
-    if (p[i] != '/' && p[i] != '\0') continue;
-    char saved = p[i];
-    p[i] = '\0';
-    if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-      int e = errno;
-      kg_fail(errbuf, KG_EIO, "cannot create folder %s: %s", p, strerror(e));
-      free(p);
-      errno = e;
-      return KG_EIO;
-    }
-    p[i] = saved;
+/* One row per backend: the URI scheme it serves and how to open it. */
+static const struct {
+  const char *scheme;
+  int (*open)(const char *uri, kg_fs_t **out, char *errbuf);
+} backends[] = {
+    {"file", kg_fs_local_open},
+};
+
+int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbuf) {
+  *out = NULL;
+  if (!uri || !*uri) uri = "file:///";
+  const char *colon = strchr(uri, ':');
+  size_t n = colon ? (size_t)(colon - uri) : 0;
+  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+    if (n == strlen(backends[i].scheme) && !strncmp(uri, backends[i].scheme, n))
+      return backends[i].open(uri, out, errbuf);
+  char schemes[128] = "";
+  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+    strncat(schemes, i ? ", " : "", sizeof schemes - strlen(schemes) - 1);
+    strncat(schemes, backends[i].scheme, sizeof schemes - strlen(schemes) - 1);
   }
-  struct stat st;
-  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) { /* it exists, as something else than a folder */
-    kg_fail(errbuf, KG_EIO, "cannot create folder %s: %s", path, strerror(ENOTDIR));
-    free(p);
-    errno = ENOTDIR;
-    return KG_EIO;
-  }
-  free(p);
-  return KG_OK;
+  return kg_fail(errbuf, KG_EINVAL, "property %s=%s: no file system serves this URI (kingest has: %s)", property, uri,
+                 schemes);
 }
 
-bool kg_fs_exists(const char *path) { return access(path, F_OK) == 0; }
+void kg_fs_close(kg_fs_t *fs) {
+  if (fs && fs->close) fs->close(fs);
+}
 
-int kg_fs_sync_dir(const char *path) {
-  int fd = open(path, O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return KG_EIO;
-  int rc = fsync(fd);
-  close(fd);
-  return rc ? KG_EIO : KG_OK;
+void kg_fs_list_free(char **names, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    free(names[i]);
+  free(names);
 }
 
 static char *dirname_of(const char *path) {
@@ -55,49 +46,20 @@ static char *dirname_of(const char *path) {
   return kg_xstrndup(path, (size_t)(slash - path));
 }
 
-int kg_fs_move(const char *src, const char *dst, char *errbuf) {
+int kg_fs_move(kg_fs_t *fs, const char *src, const char *dst, char *errbuf) {
   char *dst_dir = dirname_of(dst);
-  char *src_dir = dirname_of(src);
-  int rc = kg_fs_mkdirs(dst_dir, errbuf);
-  if (!rc && rename(src, dst) != 0) rc = kg_fail(errbuf, KG_EIO, "cannot move %s to %s: %s", src, dst, strerror(errno));
-  if (!rc) {
-    kg_fs_sync_dir(dst_dir);
-    kg_fs_sync_dir(src_dir);
-  }
+  int rc = fs->mkdirs(fs, dst_dir, errbuf);
+  if (!rc) rc = fs->rename(fs, src, dst, errbuf);
   free(dst_dir);
-  free(src_dir);
   return rc;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
-
-int kg_fs_remove_tree(const char *path, char *errbuf) {
-  if (!kg_fs_exists(path)) return KG_OK;
-  if (nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS) != 0)
-    return kg_fail(errbuf, KG_EIO, "cannot remove %s: %s", path, strerror(errno));
-  return KG_OK;
-}
-
-int kg_fs_check_writable(const char *path, const char *property, char *errbuf) {
-  if (kg_fs_mkdirs(path, errbuf))
-    return kg_fail(errbuf, KG_EIO, "%s: %s cannot be created: %s", property, path, strerror(errno));
-  char *probe = kg_xasprintf("%s/.kingest-write-check.%d", path, (int)getpid());
-  int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  int rc = KG_OK;
-  if (fd < 0) {
-    rc = kg_fail(errbuf, KG_EIO, "%s: %s is not writable: %s", property, path, strerror(errno));
-  } else {
-    close(fd);
-    unlink(probe);
-  }
-  free(probe);
-  return rc;
-}
-
-int kg_fs_check_same_fs(const char *a, const char *a_property, const char *b, const char *b_property, char *errbuf) {
-  struct stat sa, sb;
-  if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return KG_OK; /* the writability checks report missing folders */
-  if (sa.st_dev != sb.st_dev)
+int kg_fs_check_same_fs(kg_fs_t *fs, const char *a, const char *a_property, const char *b, const char *b_property,
+                        char *errbuf) {
+  bool same = true;
+  int rc = fs->same_volume(fs, a, b, &same, errbuf);
+  if (rc) return rc;
+  if (!same)
     return kg_fail(errbuf, KG_EINVAL,
                    "%s (%s) and %s (%s) are on different file systems: publishing moves files with rename(2), "
                    "which cannot cross file systems; put both on one",

@@ -1,23 +1,131 @@
-/* fs.h: the local file system operations the writer, publisher and state store need. */
+/* fs.h: the file system interface: what the writer, the task, the publisher and the job need of a file
+ * system, as a table of functions with one backend per file (fs_local.c for file:///), chosen by the URI
+ * scheme of a file system property (writer.fs.uri, fs.uri).
+ *
+ * A backend is a kg_fs_t whose functions get the kg_fs_t back as their first argument (its DATA holds the
+ * backend's own state). Adding one (say WebHDFS, for hdfs:// and webhdfs://) is a new file that fills a
+ * kg_fs_t and a row in the registry in fs.c; the rest of the engine sees only the functions below. */
 #ifndef KG_FS_H
 #define KG_FS_H
 
 #include "kg_common.h"
 
-/* mkdir -p. KG_OK, or KG_EIO with the failing path and errno text in ERRBUF (errno is kept). */
-int kg_fs_mkdirs(const char *path, char *errbuf);
-/* Renames SRC to DST after creating DST's folder, and syncs both folders so the move is durable. */
-int kg_fs_move(const char *src, const char *dst, char *errbuf);
-bool kg_fs_exists(const char *path);
-/* rm -rf; a missing PATH is fine. */
-int kg_fs_remove_tree(const char *path, char *errbuf);
-/* fsync of a folder, so that entries created or renamed in it survive a crash. */
-int kg_fs_sync_dir(const char *path);
-/* True when a file can be created in PATH (which must exist). */
-int kg_fs_check_writable(const char *path, const char *property, char *errbuf);
+typedef struct kg_fs kg_fs_t;
+typedef struct kg_fs_stream kg_fs_stream_t;
 
-/* KG_EINVAL naming both properties when folders A and B are on different file systems (a commit renames
- * from one to the other). */
-int kg_fs_check_same_fs(const char *a, const char *a_property, const char *b, const char *b_property, char *errbuf);
+/* How kg_fs_create opens a file. */
+typedef enum {
+  KG_FS_CREATE_NEW = 0, /* a new file; fails when one is already there (never overwrites) */
+  KG_FS_APPEND,         /* appends to the file, creating it when missing */
+} kg_fs_mode_t;
+
+/* The functions of an open stream. Each returns KG_OK or KG_EIO with the REASON alone in ERRBUF (as
+ * "No space left on device"), since the caller knows what the file is for and names it. */
+typedef struct {
+  /* Appends LEN bytes of DATA. Bytes may wait in a buffer until sync or close. */
+  int (*write)(kg_fs_stream_t *stream, const void *data, size_t len, char *errbuf);
+  /* Cuts the file to its first SIZE bytes (SIZE no more than what was written) and goes on writing there. */
+  int (*truncate)(kg_fs_stream_t *stream, int64_t size, char *errbuf);
+  /* Hands every byte written to the file and makes it durable (fsync). */
+  int (*sync)(kg_fs_stream_t *stream, char *errbuf);
+  /* Hands every byte written to the file (without a sync) and closes it. Frees STREAM, also on failure. */
+  int (*close)(kg_fs_stream_t *stream, char *errbuf);
+  /* Closes and deletes the file. Frees STREAM. */
+  void (*abort)(kg_fs_stream_t *stream);
+} kg_fs_stream_ops_t;
+
+/* An open file, written from the start (or appended to) and never read. A backend embeds it first in its own
+ * stream struct. */
+struct kg_fs_stream {
+  const kg_fs_stream_ops_t *ops;
+};
+
+/* A file system. Paths are absolute paths within it. Unless said otherwise a function returns KG_OK, or
+ * KG_EIO with a sentence naming the path and the reason in ERRBUF (which may be NULL). */
+struct kg_fs {
+  const char *scheme; /* the URI scheme it serves, "file" */
+  /* mkdir -p. The local backend also leaves errno set on failure. */
+  int (*mkdirs)(kg_fs_t *fs, const char *path, char *errbuf);
+  /* Opens PATH (whose folder exists) for writing as MODE says; *OUT is owned by the caller, who ends it
+   * with its close or abort. On failure the reason alone goes to ERRBUF, as for streams. */
+  int (*create)(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf);
+  /* Renames file SRC to DST (whose folder exists) without ever replacing a DST that exists (then KG_EIO,
+   * "File exists"), and makes the rename durable: the folders of DST and of SRC are synced. A failed sync
+   * fails the rename with an error naming the folder; the file is then at DST (not durably). */
+  int (*rename)(kg_fs_t *fs, const char *src, const char *dst, char *errbuf);
+  /* *EXISTS tells whether something is at PATH. An error only when that cannot be told. */
+  int (*exists)(kg_fs_t *fs, const char *path, bool *exists, char *errbuf);
+  /* The names in folder PATH (without "." and ".."), in no particular order: *NAMES is a new array of
+   * *COUNT new strings (kg_fs_list_free). A missing folder has no names. */
+  int (*list)(kg_fs_t *fs, const char *path, char ***names, size_t *count, char *errbuf);
+  /* rm -rf; a missing PATH is fine. */
+  int (*remove_tree)(kg_fs_t *fs, const char *path, char *errbuf);
+  /* Makes what PATH (a file or a folder) holds durable: for a folder, the entries created or renamed in it. */
+  int (*sync)(kg_fs_t *fs, const char *path, char *errbuf);
+  /* Creates folder PATH when missing and checks that a file can be made in it. The error names PROPERTY. */
+  int (*check_writable)(kg_fs_t *fs, const char *path, const char *property, char *errbuf);
+  /* *SAME tells whether folders A and B are on one volume, so that a rename can go from one to the other.
+   * True when it cannot be told (the writability checks report missing folders). */
+  int (*same_volume)(kg_fs_t *fs, const char *a, const char *b, bool *same, char *errbuf);
+  /* Releases what open made; NULL when there is nothing to release. */
+  void (*close)(kg_fs_t *fs);
+  void *data; /* the backend's state, owned by it */
+};
+
+/* The file system of URI (file:///, or empty for the local one), looked up by its scheme in the registry.
+ * KG_EINVAL naming PROPERTY and the schemes there are when no backend serves it. Ends with kg_fs_close. */
+int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbuf);
+void kg_fs_close(kg_fs_t *fs); /* NULL is a no-op */
+
+/* The local file system, for what must be local whatever the properties say: the state store (an SQLite
+ * database), the job lock (flock(2)) and the metrics files. Never closed. */
+kg_fs_t *kg_fs_local(void);
+/* fs_local.c's entry in the registry. */
+int kg_fs_local_open(const char *uri, kg_fs_t **out, char *errbuf);
+/* Fault injection for tests (as SQLite's xSetSystemCall): the local backend calls FSYNC instead of fsync(2)
+ * from now on; NULL puts fsync(2) back. Not thread-safe: set it while nothing else uses the file system. */
+void kg_fs_local_set_fsync(int (*fsync_fn)(int fd));
+
+/* The calls the engine makes; each is the backend's function (see above). */
+static inline int kg_fs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) { return fs->mkdirs(fs, path, errbuf); }
+static inline int kg_fs_create(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf) {
+  return fs->create(fs, path, mode, out, errbuf);
+}
+static inline int kg_fs_exists(kg_fs_t *fs, const char *path, bool *exists, char *errbuf) {
+  return fs->exists(fs, path, exists, errbuf);
+}
+static inline int kg_fs_list(kg_fs_t *fs, const char *path, char ***names, size_t *count, char *errbuf) {
+  return fs->list(fs, path, names, count, errbuf);
+}
+static inline int kg_fs_remove_tree(kg_fs_t *fs, const char *path, char *errbuf) {
+  return fs->remove_tree(fs, path, errbuf);
+}
+static inline int kg_fs_sync(kg_fs_t *fs, const char *path, char *errbuf) { return fs->sync(fs, path, errbuf); }
+static inline int kg_fs_check_writable(kg_fs_t *fs, const char *path, const char *property, char *errbuf) {
+  return fs->check_writable(fs, path, property, errbuf);
+}
+void kg_fs_list_free(char **names, size_t count);
+
+/* Moves file SRC to DST: creates DST's folder, then renames (never replacing DST, durable; see rename). On
+ * failure, the file is at SRC, except after a failed folder sync: then it is at DST, and the caller that must
+ * undo the move checks with kg_fs_exists. */
+int kg_fs_move(kg_fs_t *fs, const char *src, const char *dst, char *errbuf);
+
+/* KG_EINVAL naming both properties when folders A and B are on different volumes (a commit renames from one
+ * to the other). */
+int kg_fs_check_same_fs(kg_fs_t *fs, const char *a, const char *a_property, const char *b, const char *b_property,
+                        char *errbuf);
+
+static inline int kg_fs_stream_write(kg_fs_stream_t *s, const void *data, size_t len, char *errbuf) {
+  return s->ops->write(s, data, len, errbuf);
+}
+static inline int kg_fs_stream_truncate(kg_fs_stream_t *s, int64_t size, char *errbuf) {
+  return s->ops->truncate(s, size, errbuf);
+}
+static inline int kg_fs_stream_sync(kg_fs_stream_t *s, char *errbuf) { return s->ops->sync(s, errbuf); }
+static inline int kg_fs_stream_close(kg_fs_stream_t *s, char *errbuf) { return s->ops->close(s, errbuf); }
+static inline void kg_fs_stream_abort(kg_fs_stream_t *s) {
+  if (s) s->ops->abort(s);
+}
 
 #endif

@@ -1,7 +1,6 @@
 /* job.c: the job run: lock, plan, run tasks on a thread pool, commit, report. */
 #include "job.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -21,6 +20,7 @@
 #include "packer.h"
 #include "state.h"
 #include "task.h"
+#include "writer.h"
 
 typedef struct {
   const kg_config_t *config;
@@ -34,6 +34,8 @@ typedef struct {
   size_t ntasks;
   kg_metrics_t metrics; /* the job's own counters, and the tasks' merged at the end */
   kg_buf_t events;      /* JSON lines for the metrics file */
+  kg_fs_t *fs;          /* the writer's file system (writer.fs.uri, else fs.uri): task data and final folder */
+  const kg_writer_ops_t *writer; /* the output format (writer.builder.class, writer.output.format) */
 } kg_job_t;
 
 static void event(kg_job_t *job, const char *name, const char *metadata_json) {
@@ -43,7 +45,7 @@ static void event(kg_job_t *job, const char *name, const char *metadata_json) {
   kg_buf_appendf(&job->events, ",\"metadata\":%s}\n", metadata_json ? metadata_json : "{}");
 }
 
-int kg_job_recover(kg_state_t *state, char *errbuf) {
+int kg_job_recover(kg_state_t *state, kg_fs_t *fs, char *errbuf) {
   char *job_id = NULL;
   kg_move_t *moves = NULL;
   size_t nmoves = 0;
@@ -51,10 +53,12 @@ int kg_job_recover(kg_state_t *state, char *errbuf) {
   if (rc || !job_id) return rc;
   KG_WARN("Finishing the interrupted commit of %s (%zu files)", job_id, nmoves);
   for (size_t i = 0; i < nmoves && !rc; i++) {
-    if (kg_fs_exists(moves[i].src)) {
-      rc = kg_fs_move(moves[i].src, moves[i].dst, errbuf);
+    bool src = false, dst = false;
+    if ((rc = kg_fs_exists(fs, moves[i].src, &src, errbuf))) break;
+    if (src) {
+      rc = kg_fs_move(fs, moves[i].src, moves[i].dst, errbuf);
       kg_crash_point("recover");
-    } else if (!kg_fs_exists(moves[i].dst)) {
+    } else if (!(rc = kg_fs_exists(fs, moves[i].dst, &dst, errbuf)) && !dst) {
       rc = kg_fail(errbuf, KG_EIO, "cannot finish the commit of %s: neither %s nor %s exists", job_id, moves[i].src,
                    moves[i].dst);
     }
@@ -69,22 +73,23 @@ int kg_job_recover(kg_state_t *state, char *errbuf) {
 /* Removes what earlier runs of the job left in task.data.root.dir when they died (a killed run never cleans
  * up). Their files were never published: a commit publishes from task output only, and an interrupted
  * commit has just been finished. Only called while holding the job lock, so no other run is using them. */
-static void remove_dead_runs_task_data(const kg_config_t *c, const char *job_id) {
+static void remove_dead_runs_task_data(const kg_config_t *c, kg_fs_t *fs, const char *job_id) {
   char *root = kg_xasprintf("%s/%s", c->task_data_root, c->job_name);
   char *prefix = kg_xasprintf("job_%s_", c->job_name);
-  DIR *d = opendir(root);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    if (strncmp(e->d_name, prefix, strlen(prefix)) || !strcmp(e->d_name, job_id)) continue;
-    char *dir = kg_xasprintf("%s/%s", root, e->d_name);
-    char err[KG_ERRLEN];
-    if (kg_fs_remove_tree(dir, err))
+  char **names = NULL;
+  size_t count = 0;
+  char err[KG_ERRLEN];
+  if (kg_fs_list(fs, root, &names, &count, err)) KG_DEBUG("%s", err);
+  for (size_t i = 0; i < count; i++) {
+    if (strncmp(names[i], prefix, strlen(prefix)) || !strcmp(names[i], job_id)) continue;
+    char *dir = kg_xasprintf("%s/%s", root, names[i]);
+    if (kg_fs_remove_tree(fs, dir, err))
       KG_WARN("%s", err);
     else
       KG_INFO("Removed the task data of an earlier run that did not finish: %s", dir);
     free(dir);
   }
-  if (d) closedir(d);
+  kg_fs_list_free(names, count);
   free(prefix);
   free(root);
 }
@@ -463,7 +468,7 @@ static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
   char err[KG_ERRLEN];
   kg_run_counts_t none = {0};
   if (kg_state_run_end(w->state, job->job_id, kg_now_ms(), &none, "FAILED", msg, err)) KG_WARN("%s", err);
-  if (kg_fs_remove_tree(job->job_dir, err)) KG_WARN("%s", err);
+  if (kg_fs_remove_tree(job->fs, job->job_dir, err)) KG_WARN("%s", err);
   fprintf(stderr, "kingest: %s\n", msg);
   fflush(stderr);
   _exit(1);
@@ -566,6 +571,8 @@ static void run_tasks(kg_job_t *job, kg_state_t *state) {
     t->nunits = groups[g].count;
     t->job_dir = job->job_dir;
     t->extract_id = job->extract_id;
+    t->fs = job->fs;
+    t->writer = job->writer;
   }
   kg_groups_free(groups, ngroups);
   KG_INFO("Running %zu work units as %zu tasks on %d threads", job->nunits, job->ntasks,
@@ -637,10 +644,16 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
   if (journaled) kg_crash_point("journaled");
   size_t moved = 0;
   while (!rc && moved < nmoves) {
-    rc = kg_fs_move(moves[moved].src, moves[moved].dst, errbuf);
+    rc = kg_fs_move(job->fs, moves[moved].src, moves[moved].dst, errbuf);
     if (!rc) {
       moved++;
       kg_crash_point("publish");
+    } else {
+      /* A move whose folders could not be synced did rename the file: undo it with the others. */
+      bool src = true, dst = false;
+      if (!kg_fs_exists(job->fs, moves[moved].src, &src, NULL) && !src &&
+          !kg_fs_exists(job->fs, moves[moved].dst, &dst, NULL) && dst)
+        moved++;
     }
   }
   if (rc && journaled) {
@@ -650,7 +663,7 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
     bool undone = true;
     while (moved > 0) {
       moved--;
-      if (kg_fs_move(moves[moved].dst, moves[moved].src, undo_err)) {
+      if (kg_fs_move(job->fs, moves[moved].dst, moves[moved].src, undo_err)) {
         KG_ERROR("%s", undo_err);
         undone = false;
       }
@@ -668,6 +681,18 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
   }
   free(moves);
   free(parts);
+  return rc;
+}
+
+/* Appends LEN bytes of DATA to the metrics file PATH in folder DIR (metrics.log.dir). The metrics files are
+ * written by the file reporter to the local file system, whatever file system the writer uses. */
+static int append_metrics(const char *dir, const char *path, const char *data, size_t len) {
+  kg_fs_t *fs = kg_fs_local();
+  kg_fs_stream_t *stream = NULL;
+  char err[KG_ERRLEN];
+  if (kg_fs_mkdirs(fs, dir, err) || kg_fs_create(fs, path, KG_FS_APPEND, &stream, err)) return KG_EIO;
+  int rc = kg_fs_stream_write(stream, data, len, err);
+  if (kg_fs_stream_close(stream, err) && !rc) rc = KG_EIO;
   return rc;
 }
 
@@ -696,10 +721,7 @@ static void report_interim_metrics(const kg_job_t *job) {
                    (long long)atomic_load(&t->live_bytes));
   }
   char *path = metrics_path(job);
-  char err[KG_ERRLEN];
-  FILE *f = NULL;
-  if (kg_fs_mkdirs(c->metrics_dir, err) == KG_OK) f = fopen(path, "a");
-  if (!f || fwrite(out.data ? out.data : "", 1, out.len, f) != out.len || fclose(f) != 0)
+  if (append_metrics(c->metrics_dir, path, out.data, out.len))
     KG_WARN("cannot write the metrics file %s (metrics.log.dir)", path);
   free(path);
   kg_buf_free(&out);
@@ -757,10 +779,7 @@ static void write_metrics(kg_job_t *job, bool succeeded) {
   if (job->events.len) kg_buf_append(&out, job->events.data, job->events.len);
 
   char *path = metrics_path(job);
-  char err[KG_ERRLEN];
-  FILE *f = NULL;
-  if (kg_fs_mkdirs(c->metrics_dir, err) == KG_OK) f = fopen(path, "a"); /* after any interim reports */
-  if (!f || fwrite(out.data, 1, out.len, f) != out.len || fclose(f) != 0)
+  if (append_metrics(c->metrics_dir, path, out.data, out.len)) /* after any interim reports */
     KG_WARN("cannot write the metrics file %s (metrics.log.dir)", path);
   else
     KG_INFO("Wrote metrics to %s", path);
@@ -836,6 +855,16 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   int rc = KG_OK;
 
   KG_INFO("Starting job %s (%s) from %s", c->job_name, job.job_id, c->job_file);
+  /* Task data and the final folder are on the writer's file system: publishing renames from one to the other. */
+  const char *fs_uri = kg_props_get(c->props, "writer.fs.uri");
+  const char *fs_property = "writer.fs.uri";
+  if (!fs_uri || !*fs_uri) {
+    fs_uri = kg_props_get(c->props, "fs.uri");
+    fs_property = "fs.uri";
+  }
+  if ((rc = kg_fs_open(fs_uri, fs_property, &job.fs, errbuf))) goto out;
+  if ((rc = kg_writer_find(kg_props_get(c->props, "writer.builder.class"), c->output_format, &job.writer, errbuf)))
+    goto out;
   if (c->lock_enabled) {
     long holder = 0;
     rc = kg_lock_acquire(c->lock_dir, c->job_name, &lock, &holder, errbuf);
@@ -848,10 +877,10 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   }
 
   /* Everything that can be checked before a record moves is checked now. */
-  if ((rc = kg_fs_check_writable(c->final_dir, "data.publisher.final.dir", errbuf))) goto out;
-  if ((rc = kg_fs_check_writable(c->task_data_root, "task.data.root.dir", errbuf))) goto out;
-  if ((rc = kg_fs_check_same_fs(c->task_data_root, "task.data.root.dir", c->final_dir, "data.publisher.final.dir",
-                                errbuf)))
+  if ((rc = kg_fs_check_writable(job.fs, c->final_dir, "data.publisher.final.dir", errbuf))) goto out;
+  if ((rc = kg_fs_check_writable(job.fs, c->task_data_root, "task.data.root.dir", errbuf))) goto out;
+  if ((rc = kg_fs_check_same_fs(job.fs, c->task_data_root, "task.data.root.dir", c->final_dir,
+                                "data.publisher.final.dir", errbuf)))
     goto out;
   if ((rc = kg_state_open(c->state_store_dir, c->job_name, true, &state, errbuf))) goto out;
   {
@@ -859,9 +888,9 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
     if ((rc = kg_lua_new(c->job_is_lua ? c->job_file : NULL, &probe, errbuf))) goto out;
     kg_lua_destroy(probe);
   }
-  if ((rc = kg_job_recover(state, errbuf))) goto out;
+  if ((rc = kg_job_recover(state, job.fs, errbuf))) goto out;
   if (lock) {
-    remove_dead_runs_task_data(c, job.job_id);
+    remove_dead_runs_task_data(c, job.fs, job.job_id);
     if ((rc = kg_state_runs_died(state, job.job_id, errbuf))) goto out;
   }
   if ((rc = kg_state_run_begin(state, job.job_id, job.start_ms, errbuf))) goto out;
@@ -945,9 +974,9 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   }
 
 out:
-  if (job.job_dir && rc != KG_ELOCKED) {
+  if (job.fs && rc != KG_ELOCKED) {
     char err[KG_ERRLEN];
-    if (kg_fs_remove_tree(job.job_dir, err)) KG_WARN("%s", err);
+    if (kg_fs_remove_tree(job.fs, job.job_dir, err)) KG_WARN("%s", err);
   }
   if (rc != KG_ELOCKED) warn_failed_records(&job);
   if (c->metrics_enabled && rc != KG_ELOCKED) write_metrics(&job, rc == KG_OK);
@@ -978,6 +1007,7 @@ out:
   free(job.units);
   kg_metrics_free(&job.metrics);
   kg_buf_free(&job.events);
+  kg_fs_close(job.fs);
   free(job.job_dir);
   free(job.job_id);
   return rc;

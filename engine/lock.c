@@ -1,4 +1,7 @@
-/* lock.c: job locks on flock(2); the file holds the holder's pid for messages. */
+/* lock.c: job locks on flock(2); the file holds the holder's pid for messages.
+ *
+ * The lock file is opened with open(2), not through the file system interface: flock(2) needs a local file
+ * descriptor, and a lock is only as good as the kernel that holds it, so job.lock.dir is always local. */
 #include "lock.h"
 
 #include <errno.h>
@@ -25,7 +28,7 @@ static long read_pid(int fd) {
 int kg_lock_acquire(const char *dir, const char *job, kg_lock_t **out, long *holder_pid, char *errbuf) {
   *out = NULL;
   *holder_pid = 0;
-  if (kg_fs_mkdirs(dir, errbuf))
+  if (kg_fs_mkdirs(kg_fs_local(), dir, errbuf))
     return kg_fail(errbuf, KG_EIO, "job.lock.dir %s cannot be created: %s", dir, strerror(errno));
   char *path = kg_xasprintf("%s/%s.lock", dir, job);
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);

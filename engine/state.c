@@ -1,5 +1,9 @@
 /* state.c: the SQLite state store. WAL journal with synchronous=FULL: a committed transaction survives a
- * crash of the process or the machine. */
+ * crash of the process or the machine.
+ *
+ * SQLite opens and syncs its own files (through its own VFS), and WAL needs shared memory between the
+ * processes that open the database, so the store is always on the local file system: its folder is made and
+ * its file looked for through the local backend of the file system interface. */
 #include "state.h"
 
 #include <errno.h>
@@ -90,18 +94,23 @@ static int db_fail(kg_state_t *s, char *errbuf, const char *what) {
   return kg_fail(errbuf, KG_ESTATE, "state store %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 }
 
+static bool exists(const char *path) {
+  bool found = false;
+  return kg_fs_exists(kg_fs_local(), path, &found, NULL) == KG_OK && found;
+}
+
 char *kg_state_path(const char *dir, const char *job) { return kg_xasprintf("%s/%s.db", dir, job); }
 
 int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **out, char *errbuf) {
   *out = NULL;
   char *path = kg_state_path(dir, job);
-  if (!create && access(path, F_OK) != 0) {
+  if (!create && !exists(path)) {
     int rc = kg_fail(errbuf, KG_ENOTFOUND, "no state for job %s: %s does not exist", job, path);
     free(path);
     return rc;
   }
   if (create) {
-    int rc = kg_fs_mkdirs(dir, errbuf);
+    int rc = kg_fs_mkdirs(kg_fs_local(), dir, errbuf);
     if (rc) {
       free(path);
       return kg_fail(errbuf, KG_EIO, "state.store.dir %s cannot be created: %s", dir, strerror(errno));
@@ -131,7 +140,7 @@ int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **ou
 int kg_state_open_readonly(const char *dir, const char *job, kg_state_t **out, char *errbuf) {
   *out = NULL;
   char *path = kg_state_path(dir, job);
-  if (access(path, F_OK) != 0) {
+  if (!exists(path)) {
     int rc = kg_fail(errbuf, KG_ENOTFOUND, "no state for job %s: %s does not exist", job, path);
     free(path);
     return rc;

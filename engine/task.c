@@ -37,16 +37,12 @@ typedef struct {
   char write_error[KG_ERRLEN];
   int64_t started_ms;      /* monotonic start of the task, for the rate limit */
   int64_t task_records;    /* records pulled by the task so far */
-  int64_t records_written; /* counted here on the hot path, added to the task's metrics at the end */
-  int64_t bytes_written;
   /* A record's outputs are all or nothing: where things stood before the record being processed wrote its
    * first output, so that a failure later in its converters can take back what it wrote. */
   const kg_record_t *emitting; /* that record, NULL when no output was written since the batch call began */
   size_t mark_output;          /* the output it writes to */
   int64_t mark_records;        /* that output's records and bytes before the record (0 when not open) */
   int64_t mark_bytes;
-  int64_t mark_written; /* records_written and bytes_written before the record */
-  int64_t mark_bytes_written;
   /* The error budget (task.skip.error.records, decode.error.max.ratio). */
   int64_t failed_decode;  /* records whose decodeRecord failed */
   int64_t failed_convert; /* records whose converter failed */
@@ -90,9 +86,11 @@ static int output_write(kg_task_run_t *run, size_t idx, const char *data, size_t
   kg_output_t *o = &run->outputs[idx];
   const kg_config_t *c = run->task->config;
   if (!o->writer) {
-    int rc = o->quarantine ? kg_writer_open(o->staging, "\n", 1, false, &o->writer, run->write_error)
-                           : kg_writer_open(o->staging, c->delimiter, c->delimiter_len, c->prepend_size, &o->writer,
-                                            run->write_error);
+    kg_writer_options_t jsonl = {"\n", 1, false};
+    kg_writer_options_t options = {c->delimiter, c->delimiter_len, c->prepend_size};
+    int rc = o->quarantine
+                 ? kg_writer_open(run->task->fs, &kg_writer_simple, o->staging, &jsonl, &o->writer, run->write_error)
+                 : kg_writer_open(run->task->fs, run->task->writer, o->staging, &options, &o->writer, run->write_error);
     if (rc) return rc;
   }
   return kg_writer_write(o->writer, data, len, run->write_error);
@@ -154,16 +152,9 @@ static int emit(void *ctx, const kg_record_t *record, const char *data, size_t l
     run->mark_output = run->current;
     run->mark_records = o->writer ? kg_writer_records(o->writer) : 0;
     run->mark_bytes = o->writer ? kg_writer_bytes(o->writer) : 0;
-    run->mark_written = run->records_written;
-    run->mark_bytes_written = run->bytes_written;
   }
   run->write_rc = output_write(run, run->current, data, len);
   kg_crash_point("write");
-  if (run->write_rc == KG_OK) {
-    const kg_config_t *c = run->task->config;
-    run->records_written++;
-    run->bytes_written += (int64_t)(len + c->delimiter_len + (c->prepend_size ? 8 : 0));
-  }
   return run->write_rc;
 }
 
@@ -171,8 +162,6 @@ static int emit(void *ctx, const kg_record_t *record, const char *data, size_t l
 static int take_back(kg_task_run_t *run, const kg_record_t *record, char *errbuf) {
   if (!record || record != run->emitting) return KG_OK; /* it wrote nothing */
   run->emitting = NULL;
-  run->records_written = run->mark_written;
-  run->bytes_written = run->mark_bytes_written;
   kg_output_t *o = &run->outputs[run->mark_output];
   if (!o->writer) return KG_OK;
   if (run->mark_records == 0) { /* the record opened the file: remove it, so no empty file is published */
@@ -181,6 +170,17 @@ static int take_back(kg_task_run_t *run, const kg_record_t *record, char *errbuf
     return KG_OK;
   }
   return kg_writer_truncate(o->writer, run->mark_records, run->mark_bytes, errbuf);
+}
+
+/* The records and bytes the task's writers hold, quarantined records aside: what the task has written. */
+static void written(const kg_task_run_t *run, int64_t *records, int64_t *bytes) {
+  *records = *bytes = 0;
+  for (size_t i = 0; i < run->noutputs; i++) {
+    const kg_output_t *o = &run->outputs[i];
+    if (!o->writer || o->quarantine) continue;
+    *records += kg_writer_records(o->writer);
+    *bytes += kg_writer_bytes(o->writer);
+  }
 }
 
 /* The first line of TEXT into OUT (SIZE bytes). */
@@ -428,8 +428,10 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
       res->last = kg_fingerprint_record(&records[keep - 1]);
       run->task_records += keep;
       atomic_store(&t->live_read, run->task_records);
-      atomic_store(&t->live_written, run->records_written);
-      atomic_store(&t->live_bytes, run->bytes_written);
+      int64_t records_written, bytes_written;
+      written(run, &records_written, &bytes_written);
+      atomic_store(&t->live_written, records_written);
+      atomic_store(&t->live_bytes, bytes_written);
       throttle(run, run->task_records);
     }
     if (past_high && !(allow.records >= 0 && res->records >= allow.records)) next = wu->high;
@@ -517,8 +519,10 @@ void kg_task_run(kg_task_t *t) {
   kg_metrics_add(&t->metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
   /* Counted per batch, so a task that read nothing would lack the counter: report it as 0 like the others. */
   kg_metrics_add(&t->metrics, KG_M_RECORDS_READ, 0);
-  kg_metrics_add(&t->metrics, KG_M_RECORDS_WRITTEN, (double)run.records_written);
-  kg_metrics_add(&t->metrics, KG_M_BYTES_WRITTEN, (double)run.bytes_written);
+  int64_t records_written, bytes_written;
+  written(&run, &records_written, &bytes_written);
+  kg_metrics_add(&t->metrics, KG_M_RECORDS_WRITTEN, (double)records_written);
+  kg_metrics_add(&t->metrics, KG_M_BYTES_WRITTEN, (double)bytes_written);
   if (lua) {
     char cerr[KG_ERRLEN];
     if (kg_lua_collect(lua, &t->metrics, cerr)) KG_WARN("cannot collect the script's metrics: %s", cerr);
@@ -539,11 +543,11 @@ void kg_task_run(kg_task_t *t) {
       o->writer = NULL;
       continue;
     }
-    rc = kg_writer_close(o->writer, err);
+    rc = kg_writer_close(o->writer, NULL, NULL, err);
     o->writer = NULL;
     if (rc) continue;
     char *output = kg_xasprintf("%s/task-output/%s/part.%s.%s", t->job_dir, o->file_path, t->task_id, o->ext);
-    rc = kg_fs_move(o->staging, output, err);
+    rc = kg_fs_move(t->fs, o->staging, output, err);
     kg_crash_point("task-output");
     t->files = kg_xrealloc(t->files, (t->nfiles + 1) * sizeof(kg_task_file_t));
     kg_task_file_t *f = &t->files[t->nfiles++];

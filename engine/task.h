@@ -7,8 +7,10 @@
 
 #include "config.h"
 #include "fingerprint.h"
+#include "fs.h"
 #include "metrics.h"
 #include "workunit.h"
+#include "writer.h"
 
 /* lua_since_ms while the watchdog interrupts the running batch. */
 #define KG_LUA_INTERRUPTING (-1)
@@ -46,6 +48,8 @@ typedef struct {
   size_t nunits;
   const char *job_dir;    /* <task.data.root.dir>/<job>/<jobId> */
   const char *extract_id; /* for writer.file.path.type=default */
+  kg_fs_t *fs;            /* the writer's file system (writer.fs.uri), borrowed */
+  const kg_writer_ops_t *writer; /* the job's output format (writer.builder.class, writer.output.format) */
   /* Results. */
   kg_unit_result_t *results; /* one per unit */
   kg_task_file_t *files;

@@ -1,104 +1,104 @@
-/* writer.c: the simple writer, buffered, synced to disk before its file is handed on. */
+/* writer.c: the writer registry, and what every writer does whatever its format: the file through the file
+ * system interface, and the counts of records and bytes. */
 #include "writer.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <strings.h>
 
-#include "fs.h"
-
-#define KG_WRITER_BUFFER (1 << 20)
-
-struct kg_writer {
-  FILE *file;
-  char *path;
-  char *buffer; /* stdio buffer, KG_WRITER_BUFFER bytes */
-  char *delim;
-  size_t delim_len;
-  bool prepend_size;
-  int64_t records;
-  int64_t bytes;
+/* One row per writer.builder.class and writer.output.format that kingest writes. */
+static const struct {
+  const char *builder_class;
+  const char *format;
+  const kg_writer_ops_t *ops;
+} backends[] = {
+    {"SimpleDataWriterBuilder", "txt", &kg_writer_simple},
+    {"SimpleDataWriterBuilder", "json", &kg_writer_simple},
+    {"SimpleDataWriterBuilder", "csv", &kg_writer_simple},
 };
 
-int kg_writer_open(const char *path, const char *delim, size_t delim_len, bool prepend_size, kg_writer_t **out,
-                   char *errbuf) {
+int kg_writer_find(const char *builder_class, const char *format, const kg_writer_ops_t **out, char *errbuf) {
   *out = NULL;
-  char *dir = kg_xstrdup(path);
-  char *slash = strrchr(dir, '/');
-  if (slash) *slash = '\0';
-  int rc = slash ? kg_fs_mkdirs(dir, errbuf) : KG_OK;
-  free(dir);
-  if (rc) return rc;
-  FILE *f = fopen(path, "wbx");
-  if (!f) return kg_fail(errbuf, KG_EIO, "cannot create output file %s: %s", path, strerror(errno));
+  const char *name = builder_class && *builder_class ? builder_class : "SimpleDataWriterBuilder";
+  const char *dot = strrchr(name, '.');
+  if (dot) name = dot + 1;
+  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+    if (!strcmp(name, backends[i].builder_class) && format && !strcasecmp(format, backends[i].format)) {
+      *out = backends[i].ops;
+      return KG_OK;
+    }
+  return kg_fail(errbuf, KG_EINVAL, "no writer for writer.builder.class=%s and writer.output.format=%s",
+                 builder_class ? builder_class : "(default)", format ? format : "(none)");
+}
+
+int kg_writer_io_error(const kg_writer_t *w, const char *reason, char *errbuf) {
+  return kg_fail(errbuf, KG_EIO, "cannot write output file %s: %s", w->path, reason);
+}
+
+static void release(kg_writer_t *w) {
+  if (w->ops->release) w->ops->release(w);
+  free(w->path);
+  free(w);
+}
+
+int kg_writer_open(kg_fs_t *fs, const kg_writer_ops_t *ops, const char *path, const kg_writer_options_t *options,
+                   kg_writer_t **out, char *errbuf) {
+  *out = NULL;
+  const char *slash = strrchr(path, '/');
+  if (slash && slash != path) {
+    char *dir = kg_xstrndup(path, (size_t)(slash - path));
+    int rc = kg_fs_mkdirs(fs, dir, errbuf);
+    free(dir);
+    if (rc) return rc;
+  }
+  kg_fs_stream_t *stream = NULL;
+  char why[KG_ERRLEN];
+  if (kg_fs_create(fs, path, KG_FS_CREATE_NEW, &stream, why))
+    return kg_fail(errbuf, KG_EIO, "cannot create output file %s: %s", path, why);
   kg_writer_t *w = kg_xcalloc(1, sizeof *w);
-  w->file = f;
+  w->ops = ops;
+  w->stream = stream;
   w->path = kg_xstrdup(path);
-  w->buffer = kg_xmalloc(KG_WRITER_BUFFER);
-  setvbuf(f, w->buffer, _IOFBF, KG_WRITER_BUFFER);
-  w->delim = kg_xstrndup(delim ? delim : "", delim_len);
-  w->delim_len = delim_len;
-  w->prepend_size = prepend_size;
+  int rc = ops->open(w, options, errbuf);
+  if (rc) {
+    kg_writer_abort(w);
+    return rc;
+  }
   *out = w;
   return KG_OK;
 }
 
-static int write_error(kg_writer_t *w, char *errbuf) {
-  return kg_fail(errbuf, KG_EIO, "cannot write output file %s: %s", w->path, strerror(errno ? errno : EIO));
-}
-
 int kg_writer_write(kg_writer_t *w, const char *data, size_t len, char *errbuf) {
-  errno = 0;
-  if (w->prepend_size) {
-    unsigned char size[8];
-    uint64_t n = len;
-    for (int i = 7; i >= 0; i--, n >>= 8)
-      size[i] = (unsigned char)(n & 0xff);
-    if (fwrite(size, 1, 8, w->file) != 8) return write_error(w, errbuf);
-    w->bytes += 8;
-  }
-  if (len && fwrite(data, 1, len, w->file) != len) return write_error(w, errbuf);
-  if (w->delim_len && fwrite(w->delim, 1, w->delim_len, w->file) != w->delim_len) return write_error(w, errbuf);
-  w->bytes += (int64_t)(len + w->delim_len);
+  int64_t bytes = 0;
+  int rc = w->ops->write(w, data, len, &bytes, errbuf);
+  if (rc) return rc;
   w->records++;
+  w->bytes += bytes;
   return KG_OK;
 }
 
 int kg_writer_truncate(kg_writer_t *w, int64_t records, int64_t bytes, char *errbuf) {
-  errno = 0;
   if (bytes == w->bytes) return KG_OK;
-  if (fflush(w->file) != 0 || ftruncate(fileno(w->file), (off_t)bytes) != 0 || fseeko(w->file, (off_t)bytes, SEEK_SET))
-    return write_error(w, errbuf);
+  int rc = w->ops->truncate(w, bytes, errbuf);
+  if (rc) return rc;
   w->records = records;
   w->bytes = bytes;
   return KG_OK;
 }
 
-static void release(kg_writer_t *w) {
-  free(w->path);
-  free(w->buffer);
-  free(w->delim);
-  free(w);
-}
-
-int kg_writer_close(kg_writer_t *w, char *errbuf) {
-  errno = 0;
-  int rc = KG_OK;
-  if (fflush(w->file) != 0 || fsync(fileno(w->file)) != 0) rc = write_error(w, errbuf);
-  if (fclose(w->file) != 0 && rc == KG_OK) rc = write_error(w, errbuf);
+int kg_writer_close(kg_writer_t *w, int64_t *records, int64_t *bytes, char *errbuf) {
+  if (records) *records = w->records;
+  if (bytes) *bytes = w->bytes;
+  char why[KG_ERRLEN];
+  int rc = w->ops->finish ? w->ops->finish(w, errbuf) : KG_OK;
+  if (!rc && kg_fs_stream_sync(w->stream, why)) rc = kg_writer_io_error(w, why, errbuf);
+  if (kg_fs_stream_close(w->stream, why) && !rc) rc = kg_writer_io_error(w, why, errbuf);
   release(w);
   return rc;
 }
 
 void kg_writer_abort(kg_writer_t *w) {
   if (!w) return;
-  fclose(w->file);
-  unlink(w->path);
+  kg_fs_stream_abort(w->stream);
   release(w);
 }
-
-int64_t kg_writer_records(const kg_writer_t *w) { return w->records; }
-int64_t kg_writer_bytes(const kg_writer_t *w) { return w->bytes; }
-const char *kg_writer_path(const kg_writer_t *w) { return w->path; }

@@ -97,13 +97,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[KG_ERRLEN];
   kg_writer_t *w = NULL;
   unlink(writer_path);
-  if (kg_writer_open(writer_path, (flags & 4) ? "" : "\n", (flags & 4) ? 0 : 1, (flags & 8) != 0, &w, err)) abort();
+  kg_writer_options_t options = {(flags & 4) ? "" : "\n", (flags & 4) ? 0 : 1, (flags & 8) != 0};
+  if (kg_writer_open(kg_fs_local(), &kg_writer_simple, writer_path, &options, &w, err)) abort();
   kg_sink_t sink = {emit, w};
   kg_batch_t batch = {.records = records, .count = n, .next = 0, .sink = &sink};
   kg_lua_t *lua = (flags & 16) ? scripted : simple;
   while (batch.next < batch.count)
     if (kg_lua_process(lua, &batch, err) == KG_OK) break;
-  if (kg_writer_close(w, err)) abort();
+  if (kg_writer_close(w, NULL, NULL, err)) abort();
   unlink(writer_path);
   return 0;
 }

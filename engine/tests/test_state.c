@@ -7,6 +7,11 @@
 #include "state.h"
 #include "test.h"
 
+static bool exists(const char *path) {
+  bool found = false;
+  return kg_fs_exists(kg_fs_local(), path, &found, NULL) == KG_OK && found;
+}
+
 static kg_partition_state_t part(const char *topic, int32_t p, int64_t next, int64_t records) {
   kg_partition_state_t s = {0};
   s.topic = (char *)topic;
@@ -101,9 +106,9 @@ int main(void) {
   kg_state_free_partitions(got, n);
 
   /* Recovery rolls the commit forward: the move and the offsets. */
-  CHECK_INT(kg_job_recover(s, err), KG_OK);
-  CHECK(!kg_fs_exists(src));
-  CHECK(kg_fs_exists(dst));
+  CHECK_INT(kg_job_recover(s, kg_fs_local(), err), KG_OK);
+  CHECK(!exists(src));
+  CHECK(exists(dst));
   CHECK_INT(kg_state_partitions(s, &got, &n, err), KG_OK);
   CHECK_INT(n, 2);
   if (n == 2) {
@@ -145,7 +150,7 @@ int main(void) {
   /* A journal whose files are gone cannot be finished, and says so. */
   kg_move_t lost = {"/nonexistent/a", "/nonexistent/b"};
   CHECK_INT(kg_state_commit_begin(s, "job_4", &lost, 1, &bad, 1, err), KG_OK);
-  CHECK_INT(kg_job_recover(s, err), KG_EIO);
+  CHECK_INT(kg_job_recover(s, kg_fs_local(), err), KG_EIO);
   CHECK_CONTAINS(err, "job_4");
   CHECK_INT(kg_state_commit_abort(s, "job_4", err), KG_OK);
 
@@ -188,6 +193,6 @@ int main(void) {
   free(src);
   free(dst);
   free(store);
-  kg_fs_remove_tree(dir, NULL);
+  kg_fs_remove_tree(kg_fs_local(), dir, NULL);
   TEST_MAIN_END();
 }

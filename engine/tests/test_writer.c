@@ -1,4 +1,6 @@
-/* test_writer.c: the simple writer's bytes, and the output path of each writer.file.path.type. */
+/* test_writer.c: the writer interface (counts, truncation, abort, close, backends chosen by format), the
+ * simple writer's bytes, and the output path of each writer.file.path.type. */
+#include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -16,31 +18,49 @@ static char *slurp(const char *path, size_t *len) {
   return buf;
 }
 
+/* The simple writer, as the registry gives it for writer.output.format=txt. */
+static int open_simple(const char *path, const char *delim, size_t delim_len, bool prepend_size, kg_writer_t **w,
+                       char *err) {
+  const kg_writer_ops_t *ops = NULL;
+  CHECK_INT(kg_writer_find(NULL, "txt", &ops, err), KG_OK);
+  kg_writer_options_t options = {delim, delim_len, prepend_size};
+  return kg_writer_open(kg_fs_local(), ops, path, &options, w, err);
+}
+
+static bool exists(const char *path) {
+  bool found = false;
+  return kg_fs_exists(kg_fs_local(), path, &found, NULL) == KG_OK && found;
+}
+
 static void test_bytes(const char *dir) {
   char err[KG_ERRLEN];
   char *path = kg_xasprintf("%s/a/b/plain.txt", dir);
   kg_writer_t *w = NULL;
-  CHECK_INT(kg_writer_open(path, "\n", 1, false, &w, err), KG_OK);
+  CHECK_INT(open_simple(path, "\n", 1, false, &w, err), KG_OK);
   CHECK_INT(kg_writer_write(w, "one", 3, err), KG_OK);
   CHECK_INT(kg_writer_write(w, "", 0, err), KG_OK);
   CHECK_INT(kg_writer_write(w, "t\0o", 3, err), KG_OK);
   CHECK_INT(kg_writer_records(w), 3);
   CHECK_INT(kg_writer_bytes(w), 9);
-  CHECK_INT(kg_writer_close(w, err), KG_OK);
+  int64_t records = -1, bytes = -1;
+  CHECK_INT(kg_writer_close(w, &records, &bytes, err), KG_OK);
+  CHECK_INT(records, 3);
+  CHECK_INT(bytes, 9);
   size_t len;
   char *data = slurp(path, &len);
   CHECK_INT(len, 9);
   CHECK(data && memcmp(data, "one\n\nt\0o\n", 9) == 0);
   free(data);
   /* An existing file is never overwritten. */
-  CHECK_INT(kg_writer_open(path, "\n", 1, false, &w, err), KG_EIO);
+  CHECK_INT(open_simple(path, "\n", 1, false, &w, err), KG_EIO);
   CHECK_CONTAINS(err, path);
   free(path);
 
   path = kg_xasprintf("%s/sized.bin", dir);
-  CHECK_INT(kg_writer_open(path, "", 0, true, &w, err), KG_OK);
+  CHECK_INT(open_simple(path, "", 0, true, &w, err), KG_OK);
   CHECK_INT(kg_writer_write(w, "abc", 3, err), KG_OK);
-  CHECK_INT(kg_writer_close(w, err), KG_OK);
+  CHECK_INT(kg_writer_bytes(w), 11); /* the size prefix counts */
+  CHECK_INT(kg_writer_close(w, NULL, NULL, err), KG_OK);
   data = slurp(path, &len);
   CHECK_INT(len, 11);
   CHECK(data && memcmp(data, "\0\0\0\0\0\0\0\3abc", 11) == 0);
@@ -49,9 +69,10 @@ static void test_bytes(const char *dir) {
 
   /* Taking back a record's outputs: what follows the counts given is gone, also past the write buffer. */
   path = kg_xasprintf("%s/truncated.txt", dir);
-  CHECK_INT(kg_writer_open(path, "\n", 1, false, &w, err), KG_OK);
+  CHECK_INT(open_simple(path, "\n", 1, false, &w, err), KG_OK);
   CHECK_INT(kg_writer_write(w, "keep", 4, err), KG_OK);
-  int64_t records = kg_writer_records(w), bytes = kg_writer_bytes(w);
+  records = kg_writer_records(w);
+  bytes = kg_writer_bytes(w);
   char *big = kg_xcalloc(1, 3 << 20);
   memset(big, 'z', 3 << 20);
   CHECK_INT(kg_writer_write(w, "gone", 4, err), KG_OK);
@@ -61,7 +82,7 @@ static void test_bytes(const char *dir) {
   CHECK_INT(kg_writer_records(w), 1);
   CHECK_INT(kg_writer_bytes(w), 5);
   CHECK_INT(kg_writer_write(w, "next", 4, err), KG_OK);
-  CHECK_INT(kg_writer_close(w, err), KG_OK);
+  CHECK_INT(kg_writer_close(w, NULL, NULL, err), KG_OK);
   data = slurp(path, &len);
   CHECK_INT(len, 10);
   CHECK(data && memcmp(data, "keep\nnext\n", 10) == 0);
@@ -69,10 +90,10 @@ static void test_bytes(const char *dir) {
   free(path);
 
   path = kg_xasprintf("%s/aborted.txt", dir);
-  CHECK_INT(kg_writer_open(path, "|", 1, false, &w, err), KG_OK);
+  CHECK_INT(open_simple(path, "|", 1, false, &w, err), KG_OK);
   CHECK_INT(kg_writer_write(w, "x", 1, err), KG_OK);
   kg_writer_abort(w);
-  CHECK(!kg_fs_exists(path));
+  CHECK(!exists(path));
   free(path);
 
   /* A folder that cannot be created: a file stands in the way. */
@@ -81,8 +102,109 @@ static void test_bytes(const char *dir) {
   FILE *f = fopen(blocker, "w");
   fclose(f);
   free(blocker);
-  CHECK_INT(kg_writer_open(path, "\n", 1, false, &w, err), KG_EIO);
+  CHECK_INT(open_simple(path, "\n", 1, false, &w, err), KG_EIO);
   CHECK_CONTAINS(err, "plain-file");
+  free(path);
+}
+
+/* writer.builder.class and writer.output.format choose the backend; today every format is the simple writer. */
+static void test_find(void) {
+  char err[KG_ERRLEN];
+  const kg_writer_ops_t *ops = NULL;
+  static const char *const formats[] = {"txt", "json", "csv", "TXT"};
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+    ops = NULL;
+    CHECK_INT(kg_writer_find(NULL, formats[i], &ops, err), KG_OK);
+    CHECK(ops == &kg_writer_simple);
+  }
+  CHECK_INT(kg_writer_find("gobblin.writer.SimpleDataWriterBuilder", "json", &ops, err), KG_OK);
+  CHECK(ops == &kg_writer_simple);
+  CHECK_INT(kg_writer_find("org.apache.gobblin.writer.SimpleDataWriterBuilder", "csv", &ops, err), KG_OK);
+  CHECK(ops == &kg_writer_simple);
+  CHECK_INT(kg_writer_find(NULL, "avro", &ops, err), KG_EINVAL);
+  CHECK(ops == NULL);
+  CHECK_CONTAINS(err, "writer.output.format=avro");
+  CHECK_INT(kg_writer_find("gobblin.writer.AvroDataWriterBuilder", "txt", &ops, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "writer.builder.class=gobblin.writer.AvroDataWriterBuilder");
+}
+
+/* A backend of its own through the interface: the writer counts what the backend says each record added, takes
+ * the counts back with the file, and closes with them. The backend writes "[", then "<record>;" each, then "]". */
+static int bracketed_open(kg_writer_t *w, const kg_writer_options_t *options, char *errbuf) {
+  char why[KG_ERRLEN];
+  return kg_fs_stream_write(w->stream, "[", 1, why) ? kg_writer_io_error(w, why, errbuf) : KG_OK;
+}
+static int bracketed_write(kg_writer_t *w, const char *data, size_t len, int64_t *bytes, char *errbuf) {
+  char why[KG_ERRLEN];
+  if (kg_fs_stream_write(w->stream, data, len, why) || kg_fs_stream_write(w->stream, ";", 1, why))
+    return kg_writer_io_error(w, why, errbuf);
+  *bytes = (int64_t)len + 1;
+  return KG_OK;
+}
+static int bracketed_truncate(kg_writer_t *w, int64_t bytes, char *errbuf) {
+  char why[KG_ERRLEN];
+  return kg_fs_stream_truncate(w->stream, bytes + 1, why) ? kg_writer_io_error(w, why, errbuf) : KG_OK;
+}
+static int bracketed_finish(kg_writer_t *w, char *errbuf) {
+  char why[KG_ERRLEN];
+  return kg_fs_stream_write(w->stream, "]", 1, why) ? kg_writer_io_error(w, why, errbuf) : KG_OK;
+}
+static const kg_writer_ops_t bracketed = {
+    .name = "bracketed",
+    .open = bracketed_open,
+    .write = bracketed_write,
+    .truncate = bracketed_truncate,
+    .finish = bracketed_finish,
+};
+
+static void test_backend(const char *dir) {
+  char err[KG_ERRLEN];
+  char *path = kg_xasprintf("%s/backend/out.b", dir);
+  kg_writer_t *w = NULL;
+  kg_writer_options_t options = {0};
+  CHECK_INT(kg_writer_open(kg_fs_local(), &bracketed, path, &options, &w, err), KG_OK);
+  CHECK_STR(kg_writer_path(w), path);
+  CHECK_INT(kg_writer_write(w, "ab", 2, err), KG_OK);
+  CHECK_INT(kg_writer_write(w, "cde", 3, err), KG_OK);
+  CHECK_INT(kg_writer_records(w), 2);
+  CHECK_INT(kg_writer_bytes(w), 7);
+  CHECK_INT(kg_writer_write(w, "gone", 4, err), KG_OK);
+  CHECK_INT(kg_writer_truncate(w, 2, 7, err), KG_OK);
+  CHECK_INT(kg_writer_records(w), 2);
+  CHECK_INT(kg_writer_bytes(w), 7);
+  int64_t records = 0, bytes = 0;
+  CHECK_INT(kg_writer_close(w, &records, &bytes, err), KG_OK);
+  CHECK_INT(records, 2);
+  CHECK_INT(bytes, 7);
+  size_t len = 0;
+  char *data = slurp(path, &len);
+  CHECK_INT(len, 9);
+  CHECK(data && memcmp(data, "[ab;cde;]", 9) == 0);
+  free(data);
+  free(path);
+}
+
+static int failing_fsync(int fd) {
+  errno = EIO;
+  return -1;
+}
+
+/* A file that cannot be synced when it is closed fails the close, naming it; the counts still come back. */
+static void test_close_failure(const char *dir) {
+  char err[KG_ERRLEN];
+  char *path = kg_xasprintf("%s/unsynced.txt", dir);
+  kg_writer_t *w = NULL;
+  CHECK_INT(open_simple(path, "\n", 1, false, &w, err), KG_OK);
+  CHECK_INT(kg_writer_write(w, "one", 3, err), KG_OK);
+  kg_fs_local_set_fsync(failing_fsync);
+  int64_t records = 0, bytes = 0;
+  CHECK_INT(kg_writer_close(w, &records, &bytes, err), KG_EIO);
+  kg_fs_local_set_fsync(NULL);
+  CHECK_CONTAINS(err, "cannot write output file ");
+  CHECK_CONTAINS(err, path);
+  CHECK_CONTAINS(err, strerror(EIO));
+  CHECK_INT(records, 1);
+  CHECK_INT(bytes, 4);
   free(path);
 }
 
@@ -111,7 +233,10 @@ int main(void) {
   char tmpl[] = "/tmp/kg-writer-XXXXXX";
   char *dir = mkdtemp(tmpl);
   test_bytes(dir);
+  test_find();
+  test_backend(dir);
+  test_close_failure(dir);
   test_file_paths();
-  kg_fs_remove_tree(dir, NULL);
+  kg_fs_remove_tree(kg_fs_local(), dir, NULL);
   TEST_MAIN_END();
 }

@@ -1,0 +1,257 @@
+/* fs_local.c: the local file system (file:///) behind the kg_fs_t interface, with durable renames.
+ *
+ * Streams are stdio files with a large buffer, written from one thread each. Renames never replace their
+ * target (renameat2 RENAME_NOREPLACE) and sync both folders; a folder that cannot be synced fails the rename. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+#define KG_FS_LOCAL_BUFFER (1 << 20) /* bytes of a stream's stdio buffer */
+
+/* The fsync the backend calls: fsync(2), or a test's fault (kg_fs_local_set_fsync). */
+static int (*local_fsync)(int fd) = fsync;
+
+void kg_fs_local_set_fsync(int (*fsync_fn)(int fd)) { local_fsync = fsync_fn ? fsync_fn : fsync; }
+
+/* The reason of the last failed call: errno's text, or EIO's when the call did not set errno. */
+static int reason(char *errbuf) { return kg_fail(errbuf, KG_EIO, "%s", strerror(errno ? errno : EIO)); }
+
+typedef struct {
+  kg_fs_stream_t base;
+  FILE *file;
+  char *path;
+  char *buffer; /* stdio buffer, KG_FS_LOCAL_BUFFER bytes */
+} local_stream_t;
+
+static void stream_free(local_stream_t *s) {
+  free(s->path);
+  free(s->buffer);
+  free(s);
+}
+
+static int stream_write(kg_fs_stream_t *stream, const void *data, size_t len, char *errbuf) {
+  local_stream_t *s = (local_stream_t *)stream;
+  errno = 0;
+  if (len && fwrite(data, 1, len, s->file) != len) return reason(errbuf);
+  return KG_OK;
+}
+
+static int stream_truncate(kg_fs_stream_t *stream, int64_t size, char *errbuf) {
+  local_stream_t *s = (local_stream_t *)stream;
+  errno = 0;
+  if (fflush(s->file) != 0 || ftruncate(fileno(s->file), (off_t)size) != 0 || fseeko(s->file, (off_t)size, SEEK_SET))
+    return reason(errbuf);
+  return KG_OK;
+}
+
+static int stream_sync(kg_fs_stream_t *stream, char *errbuf) {
+  local_stream_t *s = (local_stream_t *)stream;
+  errno = 0;
+  if (fflush(s->file) != 0 || local_fsync(fileno(s->file)) != 0) return reason(errbuf);
+  return KG_OK;
+}
+
+static int stream_close(kg_fs_stream_t *stream, char *errbuf) {
+  local_stream_t *s = (local_stream_t *)stream;
+  errno = 0;
+  int rc = fclose(s->file) != 0 ? reason(errbuf) : KG_OK;
+  stream_free(s);
+  return rc;
+}
+
+static void stream_abort(kg_fs_stream_t *stream) {
+  local_stream_t *s = (local_stream_t *)stream;
+  fclose(s->file);
+  unlink(s->path);
+  stream_free(s);
+}
+
+static const kg_fs_stream_ops_t stream_ops = {stream_write, stream_truncate, stream_sync, stream_close, stream_abort};
+
+static int local_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
+  char *p = kg_xstrdup(path);
+  size_t n = strlen(p);
+  for (size_t i = 1; i <= n; i++) {
+    if (p[i] != '/' && p[i] != '\0') continue;
+    char saved = p[i];
+    p[i] = '\0';
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+      int e = errno;
+      kg_fail(errbuf, KG_EIO, "cannot create folder %s: %s", p, strerror(e));
+      free(p);
+      errno = e;
+      return KG_EIO;
+    }
+    p[i] = saved;
+  }
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) { /* it exists, as something else than a folder */
+    kg_fail(errbuf, KG_EIO, "cannot create folder %s: %s", path, strerror(ENOTDIR));
+    free(p);
+    errno = ENOTDIR;
+    return KG_EIO;
+  }
+  free(p);
+  return KG_OK;
+}
+
+static int local_create(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf) {
+  *out = NULL;
+  errno = 0;
+  FILE *f = fopen(path, mode == KG_FS_APPEND ? "ab" : "wbx");
+  if (!f) return reason(errbuf);
+  local_stream_t *s = kg_xcalloc(1, sizeof *s);
+  s->base.ops = &stream_ops;
+  s->file = f;
+  s->path = kg_xstrdup(path);
+  s->buffer = kg_xmalloc(KG_FS_LOCAL_BUFFER);
+  setvbuf(f, s->buffer, _IOFBF, KG_FS_LOCAL_BUFFER);
+  *out = &s->base;
+  return KG_OK;
+}
+
+/* fsync of folder PATH, through local_fsync. */
+static int sync_dir(const char *path) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return -1;
+  int rc = local_fsync(fd);
+  int e = errno;
+  close(fd);
+  errno = e;
+  return rc;
+}
+
+static char *dirname_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return kg_xstrdup(".");
+  if (slash == path) return kg_xstrdup("/");
+  return kg_xstrndup(path, (size_t)(slash - path));
+}
+
+/* rename(2) that never replaces DST. Where the file system cannot do that atomically (renameat2 answers
+ * EINVAL or ENOSYS), DST is looked for first: the job lock keeps other runs away, so nothing else makes it
+ * in between. */
+static int rename_noreplace(const char *src, const char *dst) {
+  if (renameat2(AT_FDCWD, src, AT_FDCWD, dst, RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return -1;
+  struct stat st;
+  if (lstat(dst, &st) == 0) {
+    errno = EEXIST;
+    return -1;
+  }
+  return rename(src, dst);
+}
+
+static int local_rename(kg_fs_t *fs, const char *src, const char *dst, char *errbuf) {
+  if (rename_noreplace(src, dst) != 0)
+    return kg_fail(errbuf, KG_EIO, "cannot move %s to %s: %s", src, dst, strerror(errno));
+  char *dirs[2] = {dirname_of(dst), dirname_of(src)};
+  int rc = KG_OK;
+  for (int i = 0; i < 2 && !rc; i++) {
+    errno = 0;
+    if (sync_dir(dirs[i]) != 0)
+      rc = kg_fail(errbuf, KG_EIO, "cannot sync folder %s after moving %s to %s: %s", dirs[i], src, dst,
+                   strerror(errno ? errno : EIO));
+  }
+  free(dirs[0]);
+  free(dirs[1]);
+  return rc;
+}
+
+static int local_exists(kg_fs_t *fs, const char *path, bool *exists, char *errbuf) {
+  *exists = access(path, F_OK) == 0;
+  return KG_OK;
+}
+
+static int local_list(kg_fs_t *fs, const char *path, char ***names, size_t *count, char *errbuf) {
+  *names = NULL;
+  *count = 0;
+  DIR *d = opendir(path);
+  if (!d) return errno == ENOENT ? KG_OK : kg_fail(errbuf, KG_EIO, "cannot list %s: %s", path, strerror(errno));
+  struct dirent *e;
+  size_t n = 0, cap = 0;
+  char **list = NULL;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      list = kg_xrealloc(list, cap * sizeof *list);
+    }
+    list[n++] = kg_xstrdup(e->d_name);
+  }
+  closedir(d);
+  *names = list;
+  *count = n;
+  return KG_OK;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
+
+static int local_remove_tree(kg_fs_t *fs, const char *path, char *errbuf) {
+  if (access(path, F_OK) != 0) return KG_OK;
+  if (nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS) != 0)
+    return kg_fail(errbuf, KG_EIO, "cannot remove %s: %s", path, strerror(errno));
+  return KG_OK;
+}
+
+static int local_sync(kg_fs_t *fs, const char *path, char *errbuf) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return kg_fail(errbuf, KG_EIO, "cannot sync %s: %s", path, strerror(errno));
+  errno = 0;
+  int rc =
+      local_fsync(fd) != 0 ? kg_fail(errbuf, KG_EIO, "cannot sync %s: %s", path, strerror(errno ? errno : EIO)) : KG_OK;
+  close(fd);
+  return rc;
+}
+
+static int local_check_writable(kg_fs_t *fs, const char *path, const char *property, char *errbuf) {
+  if (local_mkdirs(fs, path, errbuf))
+    return kg_fail(errbuf, KG_EIO, "%s: %s cannot be created: %s", property, path, strerror(errno));
+  char *probe = kg_xasprintf("%s/.kingest-write-check.%d", path, (int)getpid());
+  int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int rc = KG_OK;
+  if (fd < 0) {
+    rc = kg_fail(errbuf, KG_EIO, "%s: %s is not writable: %s", property, path, strerror(errno));
+  } else {
+    close(fd);
+    unlink(probe);
+  }
+  free(probe);
+  return rc;
+}
+
+static int local_same_volume(kg_fs_t *fs, const char *a, const char *b, bool *same, char *errbuf) {
+  struct stat sa, sb;
+  *same = stat(a, &sa) != 0 || stat(b, &sb) != 0 || sa.st_dev == sb.st_dev;
+  return KG_OK;
+}
+
+static kg_fs_t local = {
+    .scheme = "file",
+    .mkdirs = local_mkdirs,
+    .create = local_create,
+    .rename = local_rename,
+    .exists = local_exists,
+    .list = local_list,
+    .remove_tree = local_remove_tree,
+    .sync = local_sync,
+    .check_writable = local_check_writable,
+    .same_volume = local_same_volume,
+    .close = NULL,
+    .data = NULL,
+};
+
+kg_fs_t *kg_fs_local(void) { return &local; }
+
+int kg_fs_local_open(const char *uri, kg_fs_t **out, char *errbuf) {
+  *out = &local;
+  return KG_OK;
+}
