@@ -3,11 +3,10 @@
  * AVG_RECORD_TIME: per topic, the geometric mean of its partitions' average milliseconds per record of
  * earlier runs; a topic without history gets the geometric mean over the topics that have some; no
  * history at all gives 1.0. AVG_RECORD_SIZE: the partition's average record size, 1024 bytes without
- * history. CUSTOM: a Lua function of the job file, estimateSize(workunit, history). */
+ * history. CUSTOM: a Lua function of the job file, estimateSize(workunit, history), called by the Lua bridge
+ * in the job state. */
 #include "estimator.h"
 
-#include <lauxlib.h>
-#include <lua.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,72 +95,23 @@ static void estimate_by_size(kg_workunit_t *units, size_t n, const kg_partition_
   }
 }
 
-static void set_number(lua_State *L, const char *name, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, name);
-}
-
 static int estimate_custom(const kg_config_t *c, kg_workunit_t *units, size_t n, const kg_partition_state_t *stored,
                            size_t nstored, char *errbuf) {
   if (!c->job_is_lua)
     return kg_fail(errbuf, KG_EINVAL,
                    "%s: kafka.workunit.size.estimator.type=CUSTOM needs a job.lua with an estimateSize function",
                    c->job_file);
-  lua_State *L = kg_lua_state_new(c->job_file);
-  if (!L) return kg_fail(errbuf, KG_ENOMEM, "cannot create a Lua state");
-  lua_getglobal(L, "require");
-  lua_pushstring(L, "gobblin.runtime");
-  int rc = kg_lua_pcall(L, 1, 1, errbuf);
-  if (!rc) {
-    lua_getfield(L, -1, "load_job");
-    lua_pushstring(L, c->job_file);
-    rc = kg_lua_pcall(L, 1, 1, errbuf);
+  const kg_partition_state_t **history = kg_xmalloc((n ? n : 1) * sizeof *history);
+  double *sizes = kg_xmalloc((n ? n : 1) * sizeof *sizes);
+  for (size_t i = 0; i < n; i++) {
+    history[i] = kg_state_find(stored, nstored, units[i].topic, units[i].partition);
+    sizes[i] = units[i].est_size;
   }
-  if (!rc) {
-    lua_getfield(L, -1, "estimateSize");
-    if (!lua_isfunction(L, -1))
-      rc = kg_fail(errbuf, KG_EINVAL,
-                   "%s: kafka.workunit.size.estimator.type=CUSTOM needs an estimateSize function in the job table",
-                   c->job_file);
-  }
-  int fn = lua_gettop(L);
-  for (size_t i = 0; !rc && i < n; i++) {
-    kg_workunit_t *wu = &units[i];
-    lua_pushvalue(L, fn);
-    lua_newtable(L);
-    lua_pushstring(L, wu->topic);
-    lua_setfield(L, -2, "topic");
-    set_number(L, "partition", wu->partition);
-    set_number(L, "low", (double)wu->low);
-    set_number(L, "high", (double)wu->high);
-    set_number(L, "range", (double)(wu->high - wu->low));
-    set_number(L, "earliest", (double)wu->earliest);
-    set_number(L, "latest", (double)wu->latest);
-    const kg_partition_state_t *p = kg_state_find(stored, nstored, wu->topic, wu->partition);
-    if (p) {
-      lua_newtable(L);
-      set_number(L, "next_offset", (double)p->next_offset);
-      if (p->has_stats) {
-        set_number(L, "avg_record_millis", p->avg_record_millis);
-        set_number(L, "avg_record_size", p->avg_record_size);
-        set_number(L, "records_pulled", (double)p->records_pulled);
-      }
-    } else {
-      lua_pushnil(L);
-    }
-    char err[KG_ERRLEN];
-    if (kg_lua_pcall(L, 2, 1, err)) {
-      rc = kg_fail(errbuf, KG_ELUA, "estimateSize failed for partition %s:%d: %s", wu->topic, wu->partition, err);
-      break;
-    }
-    if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) < 0 || isnan(lua_tonumber(L, -1)))
-      rc = kg_fail(errbuf, KG_ELUA, "estimateSize returned %s for partition %s:%d; expected a number >= 0",
-                   lua_isnumber(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1), wu->topic, wu->partition);
-    else
-      wu->est_size = lua_tonumber(L, -1);
-    lua_pop(L, 1);
-  }
-  lua_close(L);
+  int rc = kg_lua_job_estimate(c->job_file, units, n, history, sizes, errbuf);
+  for (size_t i = 0; i < n; i++)
+    units[i].est_size = sizes[i];
+  free(history);
+  free(sizes);
   return rc;
 }
 

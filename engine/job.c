@@ -883,11 +883,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
                                 "data.publisher.final.dir", errbuf)))
     goto out;
   if ((rc = kg_state_open(c->state_store_dir, c->job_name, true, &state, errbuf))) goto out;
-  {
-    kg_lua_t *probe = NULL;
-    if ((rc = kg_lua_new(c->job_is_lua ? c->job_file : NULL, &probe, errbuf))) goto out;
-    kg_lua_destroy(probe);
-  }
+  if ((rc = kg_lua_job_check(c->job_is_lua ? c->job_file : NULL, errbuf))) goto out;
   if ((rc = kg_job_recover(state, job.fs, errbuf))) goto out;
   if (lock) {
     remove_dead_runs_task_data(c, job.fs, job.job_id);

@@ -539,14 +539,14 @@ void kg_kafka_fetch_stop(kg_kafka_t *k) {
   k->pending_error = NULL;
 }
 
-int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
-                         size_t *value_len) {
+int kg_kafka_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
+                           size_t *value_len) {
   rd_kafka_headers_t *hdrs = NULL;
-  if (!record->opaque || rd_kafka_message_headers((rd_kafka_message_t *)record->opaque, &hdrs)) return -1;
+  if (!record->opaque || rd_kafka_message_headers((rd_kafka_message_t *)record->opaque, &hdrs)) return KG_ENOTFOUND;
   const void *v = NULL;
   size_t n = 0;
-  if (rd_kafka_header_get_all(hdrs, (size_t)index, name, &v, &n)) return -1;
+  if (rd_kafka_header_get_all(hdrs, (size_t)index, name, &v, &n)) return KG_ENOTFOUND;
   *value = v;
   *value_len = n;
-  return 0;
+  return KG_OK;
 }

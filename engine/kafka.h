@@ -52,4 +52,10 @@ int kg_kafka_fetch_start(kg_kafka_t *kafka, const char *topic, int32_t partition
 int kg_kafka_fetch(kg_kafka_t *kafka, kg_record_t *records, int max, int timeout_ms, int64_t *eof_offset, char *errbuf);
 void kg_kafka_fetch_stop(kg_kafka_t *kafka);
 
+/* Header INDEX of a record view that kg_kafka_fetch filled: *NAME, *VALUE (NULL for a null header) and
+ * *VALUE_LEN point into the message and stay valid as long as the view does. Returns KG_OK, or KG_ENOTFOUND
+ * when the record has no such header (or is not a fetched message). For kg_ffi_record_header. */
+int kg_kafka_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
+                           size_t *value_len);
+
 #endif

@@ -32,8 +32,8 @@ int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len);
 int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record);
 int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
                          size_t *value_len);
-void kg_ffi_log(int level, const char *message);
-int64_t kg_ffi_mono_ms(void);
+void kg_ffi_log_write(int level, const char *message);
+int64_t kg_ffi_clock_mono_ms(void);
 /* FFI-END */
 /* clang-format on */
 

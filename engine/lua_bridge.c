@@ -1,13 +1,17 @@
-/* lua_bridge.c: LuaJIT states and the protected batch call into gobblin.runtime.
+/* lua_bridge.c: every lua_State of the engine, and every call from C into Lua.
  *
- * Each task owns one state, so tasks run in parallel threads without sharing a Lua lock. The engine makes
- * one lua_pcall per batch; the script pulls records from the batch's FFI array and pushes output back
- * through the kg_ffi_* functions (kg_ffi.h), so no C-to-Lua callback happens per record. */
+ * Two kinds of state. The job state runs a job.lua once in the main thread and is kept until the process
+ * ends: its properties, the check at the start of a run and the CUSTOM estimator all use it, so a script's
+ * top level runs there once. Each task owns a state of its own, so tasks run in parallel threads without
+ * sharing a Lua lock; the engine makes one lua_pcall per batch, the script pulls records from the batch's FFI
+ * array and pushes output back through the kg_ffi_* functions (ffi.c), so no C-to-Lua callback happens per
+ * record. Every call into Lua is protected and carries a traceback. No other file includes lua.h. */
 #include "lua_bridge.h"
 
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +35,9 @@ static int no_exit(lua_State *L) {
                        "decode.error.policy handles");
 }
 
-lua_State *kg_lua_state_new(const char *job_file) {
+/* A new state with the standard libraries and package.path set to lua/gobblin (KINGEST_LUA_PATH, or the
+ * source tree's lua/) and the folder of JOB_FILE (may be NULL); NULL when out of memory. */
+static lua_State *state_new(const char *job_file) {
   lua_State *L = luaL_newstate();
   if (!L) return NULL;
   luaL_openlibs(L);
@@ -90,7 +96,9 @@ static int traceback(lua_State *L) {
   return 1;
 }
 
-int kg_lua_pcall(lua_State *L, int nargs, int nresults, char *errbuf) {
+/* Calls the function on top of the stack with NARGS arguments below it, protected, with a traceback in
+ * ERRBUF on failure. Returns KG_OK or KG_ELUA. Leaves NRESULTS results on success. */
+static int protected_call(lua_State *L, int nargs, int nresults, char *errbuf) {
   int base = lua_gettop(L) - nargs;
   lua_pushcfunction(L, traceback);
   lua_insert(L, base);
@@ -104,22 +112,250 @@ int kg_lua_pcall(lua_State *L, int nargs, int nresults, char *errbuf) {
   return KG_OK;
 }
 
-int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf) {
+/* A new state for JOB_FILE (NULL: none) with gobblin.runtime loaded and on top of its stack: the one place
+ * that loads the runtime. Returns KG_OK, or KG_ENOMEM / KG_ELUA with *OUT NULL. */
+static int runtime_state(const char *job_file, lua_State **out, char *errbuf) {
   *out = NULL;
-  lua_State *L = kg_lua_state_new(job_file);
+  lua_State *L = state_new(job_file);
   if (!L) return kg_fail(errbuf, KG_ENOMEM, "cannot create a Lua state");
   lua_getglobal(L, "require");
   lua_pushstring(L, "gobblin.runtime");
-  if (kg_lua_pcall(L, 1, 1, errbuf)) {
+  if (protected_call(L, 1, 1, errbuf)) {
     lua_close(L);
     return KG_ELUA;
   }
+  *out = L;
+  return KG_OK;
+}
+
+/* Writes the value at IDX as a property string; false for a type that cannot be a property. */
+static bool scalar_to_string(lua_State *L, int idx, kg_buf_t *out) {
+  switch (lua_type(L, idx)) {
+  case LUA_TSTRING: {
+    size_t n;
+    const char *s = lua_tolstring(L, idx, &n);
+    kg_buf_append(out, s, n);
+    return true;
+  }
+  case LUA_TNUMBER: {
+    double d = lua_tonumber(L, idx);
+    if (d > -9e18 && d < 9e18 && d == (double)(long long)d) /* the range first: a larger cast is undefined */
+      kg_buf_appendf(out, "%lld", (long long)d);
+    else
+      kg_buf_appendf(out, "%.17g", d);
+    return true;
+  }
+  case LUA_TBOOLEAN: kg_buf_appendf(out, "%s", lua_toboolean(L, idx) ? "true" : "false"); return true;
+  default: return false;
+  }
+}
+
+/* Adds the properties of the table at IDX to PROPS, their names under PREFIX ("" at the top), with FILE as
+ * their origin. */
+static int flatten(lua_State *L, int idx, const char *prefix, const char *file, kg_props_t *props, char *errbuf) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int vidx = lua_gettop(L);
+    if (lua_type(L, -2) != LUA_TSTRING) {
+      lua_pop(L, 2);
+      if (!*prefix) continue; /* array items of the top level are not properties */
+      return kg_fail(errbuf, KG_EINVAL, "%s: property %s: mixes list items and named keys", file, prefix);
+    }
+    char *key = *prefix ? kg_xasprintf("%s.%s", prefix, lua_tostring(L, -2)) : kg_xstrdup(lua_tostring(L, -2));
+    int type = lua_type(L, vidx);
+    int rc = KG_OK;
+    if (type == LUA_TTABLE) {
+      size_t len = lua_objlen(L, vidx);
+      if (len > 0) {
+        kg_buf_t list = {0};
+        kg_buf_append(&list, "", 0);
+        for (size_t i = 1; i <= len && rc == KG_OK; i++) {
+          lua_rawgeti(L, vidx, (int)i);
+          if (i > 1) kg_buf_append(&list, ",", 1);
+          if (!scalar_to_string(L, -1, &list))
+            rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s: list item %zu is a %s, expected a string or number", file,
+                         key, i, luaL_typename(L, -1));
+          lua_pop(L, 1);
+        }
+        if (rc == KG_OK && list.len) kg_props_set(props, key, list.data, file);
+        kg_buf_free(&list);
+      } else {
+        rc = flatten(L, vidx, key, file, props, errbuf);
+      }
+    } else {
+      kg_buf_t value = {0};
+      kg_buf_append(&value, "", 0);
+      if (scalar_to_string(L, vidx, &value))
+        kg_props_set(props, key, value.data, file);
+      else
+        rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s is a %s, expected a string, number or boolean", file, key,
+                     luaL_typename(L, vidx));
+      kg_buf_free(&value);
+    }
+    free(key);
+    lua_pop(L, 1);
+    if (rc) {
+      lua_pop(L, 1);
+      return rc;
+    }
+  }
+  return KG_OK;
+}
+
+/* The job state: the job file it ran, the state, and registry references of gobblin.runtime, the job table and
+ * the job's properties (the table load_properties returned, flattened on request). */
+typedef struct {
+  char *job_file;
+  lua_State *L;
+  int runtime_ref;
+  int job_ref;
+  int props_ref;
+} kg_lua_job_t;
+
+static kg_lua_job_t *loaded_job; /* main thread only */
+
+static void job_close(void) {
+  if (!loaded_job) return;
+  lua_close(loaded_job->L);
+  free(loaded_job->job_file);
+  free(loaded_job);
+  loaded_job = NULL;
+}
+
+/* The job state of JOB_FILE: the one kept, or a new one that ran the file (kept from then on). */
+static int job_state(const char *job_file, kg_lua_job_t **out, char *errbuf) {
+  *out = NULL;
+  if (loaded_job && !strcmp(loaded_job->job_file, job_file)) {
+    *out = loaded_job;
+    return KG_OK;
+  }
+  lua_State *L = NULL;
+  int rc = runtime_state(job_file, &L, errbuf);
+  if (rc) return rc;
+  lua_getfield(L, -1, "load_properties");
+  lua_pushstring(L, job_file);
+  if ((rc = protected_call(L, 1, 2, errbuf))) {
+    lua_close(L);
+    return rc;
+  }
+  static bool at_exit;
+  if (!at_exit) atexit(job_close); /* LuaJIT's heap is not malloc memory: closing frees what Lua objects hold */
+  at_exit = true;
+  job_close();
+  kg_lua_job_t *job = kg_xcalloc(1, sizeof *job);
+  job->job_file = kg_xstrdup(job_file);
+  job->L = L;
+  job->job_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  job->props_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  job->runtime_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  loaded_job = job;
+  *out = job;
+  return KG_OK;
+}
+
+int kg_lua_job_properties(const char *job_file, kg_props_t *props, char *errbuf) {
+  kg_lua_job_t *job;
+  int rc = job_state(job_file, &job, errbuf);
+  if (rc) return rc;
+  lua_State *L = job->L;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, job->props_ref);
+  rc = flatten(L, lua_gettop(L), "", job_file, props, errbuf);
+  lua_settop(L, top);
+  return rc;
+}
+
+int kg_lua_job_check(const char *job_file, char *errbuf) {
+  if (!job_file) {
+    kg_lua_t *probe = NULL;
+    int rc = kg_lua_new(NULL, &probe, errbuf);
+    kg_lua_destroy(probe);
+    return rc;
+  }
+  kg_lua_job_t *job;
+  int rc = job_state(job_file, &job, errbuf);
+  if (rc) return rc;
+  lua_State *L = job->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, job->runtime_ref);
+  lua_getfield(L, -1, "job_processor");
+  lua_remove(L, -2);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, job->job_ref);
+  rc = protected_call(L, 1, 1, errbuf);
+  if (!rc) lua_pop(L, 1);
+  lua_gc(L, LUA_GCCOLLECT, 0); /* the processor is garbage: what it made goes with it */
+  return rc;
+}
+
+static void set_number(lua_State *L, const char *name, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, name);
+}
+
+int kg_lua_job_estimate(const char *job_file, const kg_workunit_t *units, size_t n,
+                        const kg_partition_state_t *const *history, double *sizes, char *errbuf) {
+  kg_lua_job_t *job;
+  int rc = job_state(job_file, &job, errbuf);
+  if (rc) return rc;
+  lua_State *L = job->L;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, job->job_ref);
+  lua_getfield(L, -1, "estimateSize");
+  if (!lua_isfunction(L, -1))
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: kafka.workunit.size.estimator.type=CUSTOM needs an estimateSize function in the job table",
+                 job_file);
+  int fn = lua_gettop(L);
+  for (size_t i = 0; !rc && i < n; i++) {
+    const kg_workunit_t *wu = &units[i];
+    lua_pushvalue(L, fn);
+    lua_newtable(L);
+    lua_pushstring(L, wu->topic);
+    lua_setfield(L, -2, "topic");
+    set_number(L, "partition", wu->partition);
+    set_number(L, "low", (double)wu->low);
+    set_number(L, "high", (double)wu->high);
+    set_number(L, "range", (double)(wu->high - wu->low));
+    set_number(L, "earliest", (double)wu->earliest);
+    set_number(L, "latest", (double)wu->latest);
+    const kg_partition_state_t *p = history[i];
+    if (p) {
+      lua_newtable(L);
+      set_number(L, "next_offset", (double)p->next_offset);
+      if (p->has_stats) {
+        set_number(L, "avg_record_millis", p->avg_record_millis);
+        set_number(L, "avg_record_size", p->avg_record_size);
+        set_number(L, "records_pulled", (double)p->records_pulled);
+      }
+    } else {
+      lua_pushnil(L);
+    }
+    char err[KG_ERRLEN];
+    if (protected_call(L, 2, 1, err)) {
+      rc = kg_fail(errbuf, KG_ELUA, "estimateSize failed for partition %s:%d: %s", wu->topic, wu->partition, err);
+      break;
+    }
+    if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) < 0 || isnan(lua_tonumber(L, -1)))
+      rc = kg_fail(errbuf, KG_ELUA, "estimateSize returned %s for partition %s:%d; expected a number >= 0",
+                   lua_isnumber(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1), wu->topic, wu->partition);
+    else
+      sizes[i] = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);
+  return rc;
+}
+
+int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf) {
+  *out = NULL;
+  lua_State *L = NULL;
+  int rc = runtime_state(job_file, &L, errbuf);
+  if (rc) return rc;
   lua_getfield(L, -1, "processor");
   if (job_file)
     lua_pushstring(L, job_file);
   else
     lua_pushnil(L);
-  if (kg_lua_pcall(L, 1, 1, errbuf)) {
+  if (protected_call(L, 1, 1, errbuf)) {
     lua_close(L);
     return KG_ELUA;
   }
@@ -145,7 +381,7 @@ void kg_lua_destroy(kg_lua_t *lua) {
 int kg_lua_process(kg_lua_t *lua, kg_batch_t *batch, char *errbuf) {
   lua_rawgeti(lua->L, LUA_REGISTRYINDEX, lua->process_ref);
   lua_pushlightuserdata(lua->L, batch);
-  return kg_lua_pcall(lua->L, 1, 0, errbuf);
+  return protected_call(lua->L, 1, 0, errbuf);
 }
 
 static void interrupt_hook(lua_State *L, lua_Debug *ar) {
@@ -168,7 +404,7 @@ void kg_lua_stage(kg_lua_t *lua, char *out, size_t size) {
   char err[KG_ERRLEN];
   snprintf(out, size, "script");
   lua_rawgeti(lua->L, LUA_REGISTRYINDEX, lua->stage_ref);
-  if (kg_lua_pcall(lua->L, 0, 1, err) == KG_OK) {
+  if (protected_call(lua->L, 0, 1, err) == KG_OK) {
     if (lua_isstring(lua->L, -1)) snprintf(out, size, "%s", lua_tostring(lua->L, -1));
     lua_pop(lua->L, 1);
   }
@@ -177,7 +413,7 @@ void kg_lua_stage(kg_lua_t *lua, char *out, size_t size) {
 int kg_lua_collect(kg_lua_t *lua, kg_metrics_t *metrics, char *errbuf) {
   lua_State *L = lua->L;
   lua_rawgeti(L, LUA_REGISTRYINDEX, lua->collect_ref);
-  int rc = kg_lua_pcall(L, 0, 1, errbuf);
+  int rc = protected_call(L, 0, 1, errbuf);
   if (rc) return rc;
   if (lua_istable(L, -1)) {
     lua_pushnil(L);
@@ -189,24 +425,4 @@ int kg_lua_collect(kg_lua_t *lua, kg_metrics_t *metrics, char *errbuf) {
   }
   lua_pop(L, 1);
   return KG_OK;
-}
-
-/* The FFI exports. batch->sink is a kg_sink_t set up by the task. */
-
-int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len) {
-  kg_sink_t *sink = batch->sink;
-  int32_t i = batch->next - 1;
-  return sink->emit(sink->ctx, i >= 0 && i < batch->count ? &batch->records[i] : NULL, data, len);
-}
-
-int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record) {
-  if (!record->value_ptr) return kg_ffi_batch_emit(batch, "", 0);
-  return kg_ffi_batch_emit(batch, record->value_ptr, record->value_len);
-}
-
-int64_t kg_ffi_mono_ms(void) { return kg_mono_ms(); }
-
-void kg_ffi_log(int level, const char *message) {
-  if (level < KG_LOG_DEBUG || level > KG_LOG_ERROR) level = KG_LOG_INFO;
-  kg_log((kg_log_level_t)level, "%s", message);
 }

@@ -1,5 +1,6 @@
 /* test_estimator.c: the size estimators' arithmetic and fallbacks (BEHAVIOUR.md section 3). */
 #include <math.h>
+#include <unistd.h>
 
 #include "estimator.h"
 #include "test.h"
@@ -24,6 +25,63 @@ static kg_partition_state_t stat(const char *topic, int32_t p, double millis, do
   s.avg_record_millis = millis;
   s.avg_record_size = size;
   return s;
+}
+
+/* A job.lua holding TEXT; returns its path (the caller frees it). */
+static char *job_file(const char *text) {
+  char tmpl[] = "/tmp/kg-estimator-XXXXXX.lua";
+  int fd = mkstemps(tmpl, 4);
+  if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) abort();
+  close(fd);
+  return kg_xstrdup(tmpl);
+}
+
+/* CUSTOM: the job's estimateSize, called through the Lua bridge with each unit and its partition's history. */
+static void test_custom(kg_workunit_t *units, const kg_partition_state_t *stored) {
+  char err[KG_ERRLEN];
+  kg_config_t c = {0};
+  c.estimator = KG_ESTIMATOR_CUSTOM;
+  c.job_is_lua = true;
+  c.job_file = job_file("return { estimateSize = function(wu, history)\n"
+                        "  if wu.topic == 'c' then return 0 end\n"
+                        "  local per = history and history.avg_record_size or 7\n"
+                        "  return wu.range * per + wu.partition / 10\n"
+                        "end }\n");
+  CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_OK);
+  CHECK(NEAR(units[0].est_size, 10 * 100.0));
+  CHECK(NEAR(units[1].est_size, 5 * 300.0 + 0.1));
+  CHECK(NEAR(units[2].est_size, 100 * 7.0)); /* b never pulled: history is nil */
+  CHECK(NEAR(units[3].est_size, 0));
+  unlink(c.job_file);
+  free(c.job_file);
+
+  c.job_file = job_file("return { ['job.name'] = 'x' }\n");
+  CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_EINVAL);
+  CHECK_CONTAINS(err, ": kafka.workunit.size.estimator.type=CUSTOM needs an estimateSize function in the job table");
+  CHECK_CONTAINS(err, c.job_file);
+  unlink(c.job_file);
+  free(c.job_file);
+
+  c.job_file =
+      job_file("return { estimateSize = function(wu) if wu.partition == 1 then return -1 end return 1 end }\n");
+  CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_ELUA);
+  CHECK_STR(err, "estimateSize returned -1 for partition a:1; expected a number >= 0");
+  unlink(c.job_file);
+  free(c.job_file);
+
+  c.job_file = job_file("return { estimateSize = function(wu) return wu.topic == 'b' and 'big' or 1 end }\n");
+  CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_ELUA);
+  CHECK_STR(err, "estimateSize returned string for partition b:0; expected a number >= 0");
+  unlink(c.job_file);
+  free(c.job_file);
+
+  c.job_file = job_file("return { estimateSize = function(wu) error('no size for ' .. wu.topic) end }\n");
+  CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_ELUA);
+  CHECK_CONTAINS(err, "estimateSize failed for partition a:0: ");
+  CHECK_CONTAINS(err, "no size for a");
+  CHECK_CONTAINS(err, "stack traceback:");
+  unlink(c.job_file);
+  free(c.job_file);
 }
 
 int main(void) {
@@ -60,5 +118,6 @@ int main(void) {
   c.job_file = "job.pull";
   CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_EINVAL);
   CHECK_CONTAINS(err, "estimateSize");
+  test_custom(units, stored);
   TEST_MAIN_END();
 }

@@ -113,9 +113,10 @@ function M.properties(job)
   return props
 end
 
--- The properties of the job file at PATH, checked as load_job does.
+-- The properties of the job file at PATH, checked as load_job does, and the job table itself.
 function M.load_properties(path)
-  return M.properties(M.load_job(path))
+  local job = M.load_job(path)
+  return M.properties(job), job
 end
 
 -- The decodeRecord a job uses: its own, the one of the source module it names (`source`), or
@@ -182,7 +183,7 @@ end
 local function log_function(level, prefix)
   return function(_, fmt, ...)
     local msg = select("#", ...) > 0 and string.format(fmt, ...) or tostring(fmt)
-    C.kg_ffi_log(level, prefix() .. msg)
+    C.kg_ffi_log_write(level, prefix() .. msg)
   end
 end
 
@@ -200,12 +201,17 @@ end
 -- Returns a table: process(batch pointer), stage() (what ran when the last error happened: "decodeRecord"
 -- or "converter N") and collect() (the script's metrics as name -> number).
 function M.processor(path)
-  local job = path and M.load_job(path) or {}
+  return M.job_processor(path and M.load_job(path) or {})
+end
+
+-- The processor of JOB, a job table that load_job returned (or {} for a properties job), without running
+-- the job file again.
+function M.job_processor(job)
   local decode = M.decoder(job)
   local chain = M.converters(job)
   local nchain = #chain
   local emit, emit_value = C.kg_ffi_batch_emit, C.kg_ffi_batch_emit_value
-  local registry = metrics.new(function() return tonumber(C.kg_ffi_mono_ms()) / 1000 end)
+  local registry = metrics.new(function() return tonumber(C.kg_ffi_clock_mono_ms()) / 1000 end)
   local conv_in, conv_out = registry:counter("gobblin.converter.records.in"), registry:counter("gobblin.converter.records.out")
   if nchain == 0 then conv_in, conv_out = { inc = function() end }, { inc = function() end } end
 
@@ -220,18 +226,27 @@ function M.processor(path)
   ctx.logger = ctx.log
   local stage = 0 -- 0 decodeRecord, i converter i
 
+  -- A failed write (a full disk, a file too large) stops the batch at this record: nothing after it would
+  -- reach the output, and the engine fails the task with the writer's own error, not as a script failure.
+  local function write_failed(rc)
+    error(string.format("the writer failed (error %d) on the output of %s:%s offset %.0f; the batch stops here", rc,
+      tostring(ctx.topic), tostring(ctx.partition), ctx.offset), 0)
+  end
+
   local function write(batch, out)
     local t = type(out)
+    local rc
     if t == "string" then
-      emit(batch, out, #out)
+      rc = emit(batch, out, #out)
     elseif t == "cdata" then
-      emit_value(batch, out)
+      rc = emit_value(batch, out)
     elseif t == "table" then
       local s = encode_table(out)
-      emit(batch, s, #s)
+      rc = emit(batch, s, #s)
     else
       error("the record to write is a " .. t .. " (" .. tostring(out) .. "); expected a string, a table or the record view", 0)
     end
+    if rc ~= 0 then write_failed(rc) end
   end
 
   -- Runs converters FROM..nchain on VALUE and writes what comes out.

@@ -717,3 +717,21 @@ describe("a job script that cannot be loaded", function()
     assert.same({ [topic .. ":0"] = 4 }, H.stored_offsets(work, JOB))
   end)
 end)
+
+describe("a job file's top level", function()
+  it("runs once for the properties, the start-of-run check and estimateSize together, and once in each task", function()
+    local topic = H.unique("scr_runs")
+    H.create_topic(topic, 2)
+    H.produce(topic, { "a", "b" }, 0)
+    H.produce(topic, { "c" }, 1)
+    local work = H.workdir("scr_runs")
+    local runs = work .. "/top-level-runs"
+    local job = job_file(work, topic,
+      { ["mr.job.max.mappers"] = 2, ["kafka.workunit.size.estimator.type"] = "CUSTOM" },
+      "  estimateSize = function(wu) return wu.range end,",
+      string.format("do local f = assert(io.open(%q, 'a')); f:write('ran\\n'); f:close() end", runs))
+    local log = run_ok(job, work)
+    assert.truthy(log:find("Extracted 2 data records", 1, true) and log:find("Extracted 1 data records", 1, true), log)
+    assert.are.equal(string.rep("ran\n", 1 + 2), H.slurp(runs)) -- the main thread's job state, then 2 tasks
+  end)
+end)

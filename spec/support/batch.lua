@@ -25,8 +25,11 @@ end
 
 -- Runs the records of SPECS (array of { value=, key=, topic=, partition=, offset=, timestamp= }) through
 -- PROCESSOR in one batch. Returns the written byte strings, the errors (each { index = 0-based record,
--- message = text, stage = name }), and the batch.
-function B.run(processor, specs)
+-- message = text, stage = name }), and the batch. With OPTS.fail_at = n, the sink refuses the n-th write and
+-- every later one with OPTS.rc (default -2, KG_EIO), as a full disk does; the engine does not resume a batch
+-- after a refused write, and neither does this.
+function B.run(processor, specs, opts)
+  opts = opts or {}
   local n = #specs
   local records = ffi.new("kg_record_t[?]", math.max(n, 1))
   local keep = {} -- strings must outlive the batch
@@ -50,7 +53,13 @@ function B.run(processor, specs)
     r.timestamp = s.timestamp or -1
   end
   local written = {}
+  local writes, refused = 0, false
   local cb = ffi.cast("kg_emit_fn", function(_, _, data, len)
+    writes = writes + 1
+    if opts.fail_at and writes >= opts.fail_at then
+      refused = true
+      return opts.rc or -2
+    end
     written[#written + 1] = ffi.string(data, len)
     return 0
   end)
@@ -61,6 +70,7 @@ function B.run(processor, specs)
     local ok, err = pcall(processor.process, batch)
     if ok then break end
     errors[#errors + 1] = { index = batch.next - 1, message = tostring(err), stage = processor.stage() }
+    if refused then break end
   end
   cb:free()
   return written, errors, batch

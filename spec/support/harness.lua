@@ -512,8 +512,8 @@ function H.slow_decode(ms, topic)
   return table.concat({
     "  decodeRecord = function(msg)",
     topic and string.format("    if msg:topic() ~= %q then return msg end", topic) or "    -- every topic",
-    string.format("    local done = require('gobblin.ffi').C.kg_ffi_mono_ms() + %d", math.ceil(ms) + 1),
-    "    while require('gobblin.ffi').C.kg_ffi_mono_ms() < done do end",
+    string.format("    local done = require('gobblin.ffi').C.kg_ffi_clock_mono_ms() + %d", math.ceil(ms) + 1),
+    "    while require('gobblin.ffi').C.kg_ffi_clock_mono_ms() < done do end",
     "    return msg",
     "  end,",
   }, "\n")

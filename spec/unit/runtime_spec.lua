@@ -246,6 +246,62 @@ describe("gobblin.runtime", function()
       path = B.job_file([[return { ["job.name"] = "j", decodeRecord = function(m) return m end }]])
       assert.same({ ["job.name"] = "j" }, runtime.load_properties(path))
     end)
+
+    it("hands over the job table with its properties, and builds a processor from it without running the file again", function()
+      local count = os.tmpname()
+      local path = B.job_file(string.format([[
+        local f = assert(io.open(%q, "a")); f:write("ran\n"); f:close()
+        return { ["job.name"] = "j", decodeRecord = function(m) return m:value():upper() end }]], count))
+      local props, job = runtime.load_properties(path)
+      assert.same({ ["job.name"] = "j" }, props)
+      assert.are.equal("function", type(job.decodeRecord))
+      local out = B.run(runtime.job_processor(job), { { value = "a" } })
+      assert.same({ "A" }, out)
+      local f = assert(io.open(count))
+      assert.are.equal("ran\n", f:read("*a"))
+      f:close()
+      os.remove(count)
+    end)
+  end)
+
+  describe("a write the engine refuses", function()
+    local JOB = [[local gobblin = require("gobblin")
+      return { decodeRecord = function(msg, ctx)
+        ctx.metrics:counter("decoded"):inc()
+        local v = msg:value()
+        if v == "many" then return gobblin.many({ "m1", "m2", "m3" }) end
+        if v == "table" then return { v = v } end
+        if v == "view" then return msg end
+        return v
+      end }]]
+    local RECORDS = { { value = "view", offset = 10 }, { value = "s", offset = 11 }, { value = "table", offset = 12 },
+      { value = "many", offset = 13 }, { value = "after", offset = 14 } }
+
+    it("stops the batch at the record that wrote, whatever it wrote, with an error saying so", function()
+      -- fail_at: the write that is refused; then the record the batch stops at and what was written before it.
+      local cases = {
+        { 1, 0, {} }, { 2, 1, { "view" } }, { 3, 2, { "view", "s" } }, { 4, 3, { "view", "s", '{"v":"table"}' } },
+        { 6, 3, { "view", "s", '{"v":"table"}', "m1", "m2" } },
+      }
+      for _, case in ipairs(cases) do
+        local p = processor(JOB)
+        local out, errors, batch = B.run(p, RECORDS, { fail_at = case[1] })
+        assert.same(case[3], out)
+        assert.are.equal(1, #errors)
+        assert.are.equal(case[2], errors[1].index)
+        assert.are.equal(case[2] + 1, batch.next)
+        assert.are.equal(string.format("the writer failed (error -2) on the output of t:0 offset %d; the batch stops here",
+          10 + case[2]), errors[1].message)
+        assert.are.equal(case[2] + 1, p.collect()["decoded"]) -- no record after it ran through the script
+      end
+    end)
+
+    it("passes the engine's error code on in the message", function()
+      local _, errors = B.run(runtime.processor(nil), { { value = "a", topic = "events", partition = 3, offset = 7 } },
+        { fail_at = 1, rc = -7 })
+      assert.are.equal("the writer failed (error -7) on the output of events:3 offset 7; the batch stops here",
+        errors[1].message)
+    end)
   end)
 
   describe("ctx", function()

@@ -1,0 +1,39 @@
+/* ffi.c: every kg_ffi_* export, the C functions gobblin.runtime and gobblin.ffi call through ffi.C.
+ *
+ * The declarations are the FFI block of kg_ffi.h, copied verbatim into lua/gobblin/ffi.lua. Each export is
+ * named kg_ffi_<concern>_<verb>; one that can fail returns 0 or a negative KG_E* and fills out-parameters,
+ * and the Lua side checks it at once. Nothing here calls back into Lua. */
+#include "kg_ffi.h"
+
+#include "kafka.h"
+#include "kg_common.h"
+
+/* Hands DATA (LEN bytes) to the batch's sink as an output of the record being processed (batch->next - 1).
+ * Returns 0, or the sink's error (the task keeps its text): the script must stop the batch there. */
+int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len) {
+  kg_sink_t *sink = batch->sink;
+  int32_t i = batch->next - 1;
+  return sink->emit(sink->ctx, i >= 0 && i < batch->count ? &batch->records[i] : NULL, data, len);
+}
+
+/* Emits RECORD's payload from the fetch buffer, without a copy; a null payload as empty bytes. */
+int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record) {
+  if (!record->value_ptr) return kg_ffi_batch_emit(batch, "", 0);
+  return kg_ffi_batch_emit(batch, record->value_ptr, record->value_len);
+}
+
+/* Header INDEX of RECORD: *NAME (NUL-terminated), *VALUE (NULL for a null header) and *VALUE_LEN, valid while
+ * the record view is. Returns 0, or -1 when the record has no such header. */
+int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
+                         size_t *value_len) {
+  return kg_kafka_record_header(record, index, name, value, value_len) == KG_OK ? 0 : -1;
+}
+
+/* One line of the engine's log at LEVEL (KG_LOG_*; anything else is INFO). */
+void kg_ffi_log_write(int level, const char *message) {
+  if (level < KG_LOG_DEBUG || level > KG_LOG_ERROR) level = KG_LOG_INFO;
+  kg_log((kg_log_level_t)level, "%s", message);
+}
+
+/* The engine's monotonic clock, in milliseconds. */
+int64_t kg_ffi_clock_mono_ms(void) { return kg_mono_ms(); }
