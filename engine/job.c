@@ -459,11 +459,11 @@ typedef struct {
 
 static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
   kg_job_t *job = w->job;
-  kg_workunit_t *wu = t->units[atomic_load(&t->current_unit)];
+  kg_workunit_t *wu = t->spec.units[atomic_load(&t->live.current_unit)];
   char *msg =
       kg_xasprintf("task %s: the script has run for %lld ms on one batch of %s:%d and cannot be interrupted "
                    "(script.batch.timeout.ms=%lld); the run is stopped: nothing is published and no offset moves",
-                   t->task_id, (long long)elapsed, wu->topic, wu->partition, (long long)job->config->batch_timeout_ms);
+                   t->spec.task_id, (long long)elapsed, wu->topic, wu->partition, (long long)job->config->batch_timeout_ms);
   KG_ERROR("%s", msg);
   char err[KG_ERRLEN];
   kg_run_counts_t none = {0};
@@ -478,13 +478,13 @@ static void report_interim_metrics(const kg_job_t *job);
 
 /* One progress line of task T: its partition, records pulled of the range, rate and time left. */
 static bool progress_line(kg_task_t *t, int64_t now, kg_buf_t *out) {
-  int64_t started = atomic_load(&t->unit_started_ms);
+  int64_t started = atomic_load(&t->live.unit_started_ms);
   if (!started) return false;
-  kg_workunit_t *wu = t->units[atomic_load(&t->current_unit)];
-  int64_t done = atomic_load(&t->unit_records), range = wu->high - wu->low;
+  kg_workunit_t *wu = t->spec.units[atomic_load(&t->live.current_unit)];
+  int64_t done = atomic_load(&t->live.unit_records), range = wu->high - wu->low;
   double secs = (double)(now - started) / 1000.0;
   double rate = secs > 0 ? (double)done / secs : 0;
-  kg_buf_appendf(out, "%s %s:%d %lld/%lld records (%.0f%%), %.0f records/s", t->task_id, wu->topic, wu->partition,
+  kg_buf_appendf(out, "%s %s:%d %lld/%lld records (%.0f%%), %.0f records/s", t->spec.task_id, wu->topic, wu->partition,
                  (long long)done, (long long)range, range > 0 ? 100.0 * (double)done / (double)range : 100.0, rate);
   if (rate > 0 && done < range) kg_buf_appendf(out, ", about %.0fs left", (double)(range - done) / rate);
   return true;
@@ -516,23 +516,23 @@ static void *watchdog(void *arg) {
     int64_t now = kg_mono_ms();
     for (size_t i = 0; i < w->job->ntasks; i++) {
       kg_task_t *t = &w->job->tasks[i];
-      int64_t since = atomic_load(&t->lua_since_ms);
+      int64_t since = atomic_load(&t->live.lua_since_ms);
       if (since == KG_LUA_INTERRUPTING) {
-        int64_t began = atomic_load(&t->interrupted_batch_ms);
+        int64_t began = atomic_load(&t->live.interrupted_batch_ms);
         if (now - began > limit + KG_WATCHDOG_GRACE_MS) stop_run(w, t, now - began);
         continue;
       }
       if (!since || now - since <= limit) continue;
       /* Claim the batch: if the task finished it in the meantime, its exchange of lua_since_ms wins and
        * nothing is interrupted; otherwise the task sees KG_LUA_INTERRUPTING when the batch returns. */
-      if (!atomic_compare_exchange_strong(&t->lua_since_ms, &since, KG_LUA_INTERRUPTING)) continue;
-      atomic_store(&t->interrupted_batch_ms, since);
-      atomic_store(&t->interrupted, true);
+      if (!atomic_compare_exchange_strong(&t->live.lua_since_ms, &since, KG_LUA_INTERRUPTING)) continue;
+      atomic_store(&t->live.interrupted_batch_ms, since);
+      atomic_store(&t->live.interrupted, true);
       KG_WARN("Task %s: the script has run for %lld ms on one batch (script.batch.timeout.ms=%lld); stopping it",
-              t->task_id, (long long)(now - since), (long long)limit);
-      void *lua = atomic_load(&t->lua);
+              t->spec.task_id, (long long)(now - since), (long long)limit);
+      void *lua = atomic_load(&t->live.lua);
       if (lua) kg_lua_interrupt(lua);
-      atomic_store(&t->hook_set, true);
+      atomic_store(&t->live.hook_set, true);
     }
     if (every > 0 && now - last_progress >= every) {
       report_progress(w, now);
@@ -555,24 +555,24 @@ static void run_tasks(kg_job_t *job, kg_state_t *state) {
   job->ntasks = ngroups;
   for (size_t g = 0; g < ngroups; g++) {
     kg_task_t *t = &job->tasks[g];
-    t->index = (int)g;
-    t->task_id = kg_xasprintf("task_%s_%lld_%zu", c->job_name, (long long)job->start_ms, g);
-    t->config = c;
+    t->spec.index = (int)g;
+    t->spec.task_id = kg_xasprintf("task_%s_%lld_%zu", c->job_name, (long long)job->start_ms, g);
+    t->spec.config = c;
   }
   const char **names = kg_xcalloc(ngroups ? ngroups : 1, sizeof(char *));
   for (size_t g = 0; g < ngroups; g++)
-    names[g] = job->tasks[g].task_id;
+    names[g] = job->tasks[g].spec.task_id;
   kg_pack_log(groups, ngroups, names);
   free(names);
   for (size_t g = 0; g < ngroups; g++) {
     kg_task_t *t = &job->tasks[g];
-    t->units = groups[g].units; /* the task takes the array */
+    t->spec.units = groups[g].units; /* the task takes the array */
     groups[g].units = NULL;
-    t->nunits = groups[g].count;
-    t->job_dir = job->job_dir;
-    t->extract_id = job->extract_id;
-    t->fs = job->fs;
-    t->writer = job->writer;
+    t->spec.nunits = groups[g].count;
+    t->spec.job_dir = job->job_dir;
+    t->spec.extract_id = job->extract_id;
+    t->spec.fs = job->fs;
+    t->spec.writer = job->writer;
   }
   kg_groups_free(groups, ngroups);
   KG_INFO("Running %zu work units as %zu tasks on %d threads", job->nunits, job->ntasks,
@@ -605,37 +605,37 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
   int64_t t0 = kg_mono_ms();
   size_t nmoves = 0, nparts = 0;
   for (size_t i = 0; i < job->ntasks; i++) {
-    if (!job->tasks[i].succeeded) continue; /* job.commit.policy=successful: only successful tasks commit */
-    nmoves += job->tasks[i].nfiles;
-    nparts += job->tasks[i].nunits;
+    if (!job->tasks[i].result.succeeded) continue; /* job.commit.policy=successful: only successful tasks commit */
+    nmoves += job->tasks[i].result.nfiles;
+    nparts += job->tasks[i].spec.nunits;
   }
   kg_move_t *moves = kg_xcalloc(nmoves ? nmoves : 1, sizeof *moves);
   kg_partition_state_t *parts = kg_xcalloc(nparts ? nparts : 1, sizeof *parts);
   size_t m = 0, p = 0;
   for (size_t i = 0; i < job->ntasks; i++) {
     kg_task_t *t = &job->tasks[i];
-    if (!t->succeeded) continue;
-    for (size_t f = 0; f < t->nfiles; f++) {
-      moves[m].src = t->files[f].output;
-      moves[m++].dst = t->files[f].final;
+    if (!t->result.succeeded) continue;
+    for (size_t f = 0; f < t->result.nfiles; f++) {
+      moves[m].src = t->result.files[f].output;
+      moves[m++].dst = t->result.files[f].final;
     }
-    for (size_t u = 0; u < t->nunits; u++) {
-      kg_unit_result_t *r = &t->results[u];
+    for (size_t u = 0; u < t->spec.nunits; u++) {
+      kg_unit_result_t *r = &t->result.units[u];
       kg_partition_state_t *ps = &parts[p++];
-      ps->topic = t->units[u]->topic;
-      ps->partition = t->units[u]->partition;
+      ps->topic = t->spec.units[u]->topic;
+      ps->partition = t->spec.units[u]->partition;
       ps->next_offset = r->actual_high;
       ps->has_stats = r->records > 0;
       ps->records_pulled = r->records;
       ps->avg_record_millis = r->records > 0 ? (double)r->elapsed_ms / (double)r->records : 0;
       ps->avg_record_size = r->records > 0 ? (double)r->bytes / (double)r->records : 0;
       ps->has_log_start = true;
-      ps->log_start = t->units[u]->earliest;
+      ps->log_start = t->spec.units[u]->earliest;
       /* The last record pulled identifies the log next run. A unit that was reset and pulled nothing leaves no
        * record of the log it now reads: the old one's is dropped, so that it is not held against the new log. */
       ps->last = r->last;
       ps->update_last =
-          r->records > 0 || t->units[u]->reason == KG_START_RESET || t->units[u]->reason == KG_START_RECREATED;
+          r->records > 0 || t->spec.units[u]->reason == KG_START_RESET || t->spec.units[u]->reason == KG_START_RECREATED;
       if (r->records == 0) ps->last.set = false;
     }
   }
@@ -714,11 +714,11 @@ static void report_interim_metrics(const kg_job_t *job) {
         &out, "{\"type\":\"metrics\",\"interim\":true,\"time\":%lld,\"context\":{\"job\":", (long long)kg_now_ms());
     kg_json_string(&out, job->job_id);
     kg_buf_append(&out, ",\"task\":", 8);
-    kg_json_string(&out, t->task_id);
+    kg_json_string(&out, t->spec.task_id);
     kg_buf_appendf(&out, "},\"counters\":{\"%s\":%lld,\"%s\":%lld,\"%s\":%lld}}\n", KG_M_RECORDS_READ,
-                   (long long)atomic_load(&t->live_read), KG_M_RECORDS_WRITTEN,
-                   (long long)atomic_load(&t->live_written), KG_M_BYTES_WRITTEN,
-                   (long long)atomic_load(&t->live_bytes));
+                   (long long)atomic_load(&t->live.read), KG_M_RECORDS_WRITTEN,
+                   (long long)atomic_load(&t->live.written), KG_M_BYTES_WRITTEN,
+                   (long long)atomic_load(&t->live.bytes));
   }
   char *path = metrics_path(job);
   if (append_metrics(c->metrics_dir, path, out.data, out.len))
@@ -735,13 +735,13 @@ static void write_metrics(kg_job_t *job, bool succeeded) {
     kg_buf_appendf(&out, "{\"type\":\"metrics\",\"time\":%lld,\"context\":{\"job\":", (long long)kg_now_ms());
     kg_json_string(&out, job->job_id);
     kg_buf_append(&out, ",\"task\":", 8);
-    kg_json_string(&out, t->task_id);
-    kg_buf_appendf(&out, ",\"state\":\"%s\"},\"counters\":", t->succeeded ? "SUCCESSFUL" : "FAILED");
-    kg_metrics_json(&t->metrics, &out);
+    kg_json_string(&out, t->spec.task_id);
+    kg_buf_appendf(&out, ",\"state\":\"%s\"},\"counters\":", t->result.succeeded ? "SUCCESSFUL" : "FAILED");
+    kg_metrics_json(&t->result.metrics, &out);
     kg_buf_append(&out, "}\n", 2);
-    for (size_t u = 0; u < t->nunits; u++) {
-      kg_workunit_t *wu = t->units[u];
-      kg_unit_result_t *r = t->results ? &t->results[u] : NULL;
+    for (size_t u = 0; u < t->spec.nunits; u++) {
+      kg_workunit_t *wu = t->spec.units[u];
+      kg_unit_result_t *r = t->result.units ? &t->result.units[u] : NULL;
       if (!r) continue;
       kg_buf_t md = {0};
       kg_buf_append(&md, "{\"topic\":", 9);
@@ -754,7 +754,7 @@ static void write_metrics(kg_job_t *job, bool succeeded) {
                      wu->partition, (long long)wu->low, (long long)wu->high, (long long)r->actual_high,
                      (long long)r->records, r->records ? (double)r->elapsed_ms / (double)r->records : 0.0,
                      r->records ? (double)r->bytes / (double)r->records : 0.0, (long long)r->decode_errors,
-                     (long long)r->skipped, (long long)r->quarantined, (long long)r->deleted, t->task_id);
+                     (long long)r->skipped, (long long)r->quarantined, (long long)r->deleted, t->spec.task_id);
       event(job, "KafkaExtractorTopicMetadata", md.data);
       kg_buf_free(&md);
       if (r->premature_stop) {
@@ -796,10 +796,10 @@ static void warn_failed_records(const kg_job_t *job) {
   const char *first = NULL;
   for (size_t i = 0; i < job->ntasks; i++) {
     const kg_task_t *t = &job->tasks[i];
-    if (!t->results) continue;
-    if (!first && t->first_error[0]) first = t->first_error;
-    for (size_t u = 0; u < t->nunits; u++) {
-      const kg_unit_result_t *r = &t->results[u];
+    if (!t->result.units) continue;
+    if (!first && t->result.first_error[0]) first = t->result.first_error;
+    for (size_t u = 0; u < t->spec.nunits; u++) {
+      const kg_unit_result_t *r = &t->result.units[u];
       read += r->records;
       if (!r->skipped && !r->quarantined && !r->deleted) continue;
       int64_t s = r->skipped;
@@ -807,7 +807,7 @@ static void warn_failed_records(const kg_job_t *job) {
       quarantined += r->quarantined;
       deleted += r->deleted;
       if (nparts++ >= 20) continue;
-      kg_buf_appendf(&parts, "%s%s:%d ", parts.len ? ", " : "", t->units[u]->topic, t->units[u]->partition);
+      kg_buf_appendf(&parts, "%s%s:%d ", parts.len ? ", " : "", t->spec.units[u]->topic, t->spec.units[u]->partition);
       const char *sep = "";
       if (s) kg_buf_appendf(&parts, "%s%lld skipped", sep, (long long)s), sep = " ";
       if (r->quarantined) kg_buf_appendf(&parts, "%s%lld quarantined", sep, (long long)r->quarantined), sep = " ";
@@ -830,8 +830,8 @@ static kg_run_counts_t run_counts(const kg_job_t *job) {
       .bytes = (int64_t)kg_metrics_get(&job->metrics, KG_M_BYTES_WRITTEN),
   };
   for (size_t i = 0; i < job->ntasks; i++)
-    for (size_t u = 0; job->tasks[i].results && u < job->tasks[i].nunits; u++) {
-      const kg_unit_result_t *r = &job->tasks[i].results[u];
+    for (size_t u = 0; job->tasks[i].result.units && u < job->tasks[i].spec.nunits; u++) {
+      const kg_unit_result_t *r = &job->tasks[i].result.units[u];
       n.skipped += r->skipped;
       n.quarantined += r->quarantined;
       n.deleted += r->deleted;
@@ -912,10 +912,10 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   size_t failed = 0;
   int task_rc = KG_OK; /* the first failed task's error; KG_EBUDGET wins, so that its exit status shows */
   for (size_t i = 0; i < job.ntasks; i++) {
-    kg_metrics_merge(&job.metrics, &job.tasks[i].metrics);
-    if (!job.tasks[i].succeeded) {
-      if (!failed) kg_fail(errbuf, KG_EINVAL, "task %s failed: %s", job.tasks[i].task_id, job.tasks[i].error);
-      if (!failed || job.tasks[i].rc == KG_EBUDGET) task_rc = job.tasks[i].rc ? job.tasks[i].rc : KG_EINVAL;
+    kg_metrics_merge(&job.metrics, &job.tasks[i].result.metrics);
+    if (!job.tasks[i].result.succeeded) {
+      if (!failed) kg_fail(errbuf, KG_EINVAL, "task %s failed: %s", job.tasks[i].spec.task_id, job.tasks[i].result.error);
+      if (!failed || job.tasks[i].result.rc == KG_EBUDGET) task_rc = job.tasks[i].result.rc ? job.tasks[i].result.rc : KG_EINVAL;
       failed++;
     }
   }
@@ -950,9 +950,9 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
     size_t nbehind = 0;
     bool stopped = false; /* a stop signal ended a partition early (one that came later changes nothing) */
     for (size_t i = 0; i < job.ntasks; i++)
-      for (size_t u = 0; u < job.tasks[i].nunits; u++) {
-        kg_unit_result_t *r = &job.tasks[i].results[u];
-        kg_workunit_t *wu = job.tasks[i].units[u];
+      for (size_t u = 0; u < job.tasks[i].spec.nunits; u++) {
+        kg_unit_result_t *r = &job.tasks[i].result.units[u];
+        kg_workunit_t *wu = job.tasks[i].spec.units[u];
         stopped |= r->stopped;
         if (!r->fetch_failed || r->actual_high >= wu->high) continue;
         if (nbehind++ < 10)

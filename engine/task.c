@@ -76,7 +76,7 @@ static size_t output_for(kg_task_run_t *run, char *fp, const char *ext, bool qua
   o->file_path = fp;
   o->ext = ext;
   o->quarantine = quarantine;
-  o->staging = kg_xasprintf("%s/task-staging/%s/part.%s.%s", t->job_dir, fp, t->task_id, ext);
+  o->staging = kg_xasprintf("%s/task-staging/%s/part.%s.%s", t->spec.job_dir, fp, t->spec.task_id, ext);
   o->writer = NULL;
   return run->noutputs++;
 }
@@ -84,13 +84,13 @@ static size_t output_for(kg_task_run_t *run, char *fp, const char *ext, bool qua
 /* Appends one record to output IDX, opening its file on first use. */
 static int output_write(kg_task_run_t *run, size_t idx, const char *data, size_t len) {
   kg_output_t *o = &run->outputs[idx];
-  const kg_config_t *c = run->task->config;
+  const kg_config_t *c = run->task->spec.config;
   if (!o->writer) {
     kg_writer_options_t jsonl = {"\n", 1, false};
     kg_writer_options_t options = {c->delimiter, c->delimiter_len, c->prepend_size};
     int rc = o->quarantine
-                 ? kg_writer_open(run->task->fs, &kg_writer_simple, o->staging, &jsonl, &o->writer, run->write_error)
-                 : kg_writer_open(run->task->fs, run->task->writer, o->staging, &options, &o->writer, run->write_error);
+                 ? kg_writer_open(run->task->spec.fs, &kg_writer_simple, o->staging, &jsonl, &o->writer, run->write_error)
+                 : kg_writer_open(run->task->spec.fs, run->task->spec.writer, o->staging, &options, &o->writer, run->write_error);
     if (rc) return rc;
   }
   return kg_writer_write(o->writer, data, len, run->write_error);
@@ -110,7 +110,7 @@ static void base64(kg_buf_t *out, const unsigned char *p, size_t n) {
 static int quarantine(kg_task_run_t *run, const kg_workunit_t *wu, const kg_record_t *r, const char *stage,
                       const char *error) {
   kg_task_t *t = run->task;
-  char *fp = kg_task_file_path(t->config, wu->topic, t->extract_id);
+  char *fp = kg_task_file_path(t->spec.config, wu->topic, t->spec.extract_id);
   size_t idx = output_for(run, kg_xasprintf("%s/_errors", fp), "jsonl", true);
   free(fp);
   kg_buf_t line = {0};
@@ -194,22 +194,22 @@ static void first_line(char *out, size_t size, const char *text) {
  * fast, and only when no later success could bring the ratio back under the bound), the records read at its
  * end. */
 static int check_budget(const kg_task_run_t *run, int64_t read, const char *where, char *errbuf) {
-  const kg_config_t *c = run->task->config;
+  const kg_config_t *c = run->task->spec.config;
   int64_t failed = run->failed_decode + run->failed_convert;
   if (c->skip_error_limit_set && c->skip_error_limit >= 0 && failed > c->skip_error_limit)
     return kg_fail(errbuf, KG_EBUDGET,
                    "more than %lld records failed in the script (task.skip.error.records=%lld); last at %s; first: %s",
-                   (long long)c->skip_error_limit, (long long)c->skip_error_limit, where, run->task->first_error);
+                   (long long)c->skip_error_limit, (long long)c->skip_error_limit, where, run->task->result.first_error);
   if (!c->skip_error_limit_set && run->failed_convert > 0)
     return kg_fail(errbuf, KG_EBUDGET,
                    "a converter failed at %s, and a task whose converter fails is failed, as in Gobblin (set "
                    "task.skip.error.records to how many records may fail, or -1 for no limit); first failure: %s",
-                   where, run->task->first_error);
+                   where, run->task->result.first_error);
   if (c->error_max_ratio < 1 && (double)failed > c->error_max_ratio * (double)read)
     return kg_fail(errbuf, KG_EBUDGET,
                    "%lld of the task's %lld records failed in the script, more than decode.error.max.ratio=%g of them; "
                    "last at %s; first: %s",
-                   (long long)failed, (long long)read, c->error_max_ratio, where, run->task->first_error);
+                   (long long)failed, (long long)read, c->error_max_ratio, where, run->task->result.first_error);
   return KG_OK;
 }
 
@@ -219,7 +219,7 @@ static int check_budget(const kg_task_run_t *run, int64_t read, const char *wher
 static int record_failed(kg_task_run_t *run, kg_lua_t *lua, const kg_workunit_t *wu, kg_unit_result_t *res,
                          const kg_record_t *bad, const char *lerr, int *logged, char *errbuf) {
   kg_task_t *t = run->task;
-  const kg_config_t *c = t->config;
+  const kg_config_t *c = t->spec.config;
   char stage[64];
   kg_lua_stage(lua, stage, sizeof stage);
   /* A module the script cannot find, or a record view used as a string, is a broken job, not a bad record:
@@ -230,23 +230,23 @@ static int record_failed(kg_task_run_t *run, kg_lua_t *lua, const kg_workunit_t 
                    bad->offset, lerr);
   if (take_back(run, bad, run->write_error)) return kg_fail(errbuf, KG_EIO, "%s", run->write_error);
   res->decode_errors++;
-  kg_metrics_add(&t->metrics, KG_M_DECODE_ERRORS, 1);
-  kg_metrics_add(&t->metrics, KG_M_RECORDS_FAILED, 1);
+  kg_metrics_add(&t->result.metrics, KG_M_DECODE_ERRORS, 1);
+  kg_metrics_add(&t->result.metrics, KG_M_RECORDS_FAILED, 1);
   if (c->decode_errors == KG_ERRORS_FAIL)
     return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f (decode.error.policy=fail): %s", stage,
                    wu->topic, wu->partition, bad->offset, lerr);
   if (c->decode_errors == KG_ERRORS_QUARANTINE) {
     res->quarantined++;
-    kg_metrics_add(&t->metrics, KG_M_QUARANTINED, 1);
+    kg_metrics_add(&t->result.metrics, KG_M_QUARANTINED, 1);
     if (quarantine(run, wu, bad, stage, lerr)) return kg_fail(errbuf, KG_EIO, "%s", run->write_error);
   } else {
     res->skipped++;
-    kg_metrics_add(&t->metrics, KG_M_SCRIPT_SKIPPED, 1);
+    kg_metrics_add(&t->result.metrics, KG_M_SCRIPT_SKIPPED, 1);
   }
-  if (!t->first_error[0]) {
+  if (!t->result.first_error[0]) {
     char line[KG_ERRLEN / 2];
     first_line(line, sizeof line, lerr);
-    snprintf(t->first_error, sizeof t->first_error, "%s:%d offset %.0f: %s failed: %s", wu->topic, wu->partition,
+    snprintf(t->result.first_error, sizeof t->result.first_error, "%s:%d offset %.0f: %s failed: %s", wu->topic, wu->partition,
              bad->offset, stage, line);
   }
   if ((*logged)++ < 5)
@@ -273,7 +273,7 @@ typedef struct {
 
 /* Sleeps until the task's record rate is back under extract.limit.rate (records per second). */
 static void throttle(kg_task_run_t *run, int64_t task_records) {
-  const kg_config_t *c = run->task->config;
+  const kg_config_t *c = run->task->spec.config;
   if (!c->limit_enabled || c->limit_type != KG_LIMIT_RATE) return;
   double due_ms = (double)task_records / c->limit_rate_per_s * 1000.0;
   int64_t ahead = (int64_t)due_ms - (kg_mono_ms() - run->started_ms);
@@ -293,7 +293,7 @@ static void stop_early(kg_unit_result_t *res, const kg_workunit_t *wu, int64_t n
 static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_record_t *records, kg_workunit_t *wu,
                      kg_allowance_t allow, kg_unit_result_t *res, char *errbuf) {
   kg_task_t *t = run->task;
-  const kg_config_t *c = t->config;
+  const kg_config_t *c = t->spec.config;
   int64_t start = kg_mono_ms();
   int64_t next = wu->low;
   res->actual_high = wu->low;
@@ -301,7 +301,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
           (long long)wu->high, (long long)(wu->high - wu->low));
   if (wu->high <= wu->low) goto finished;
 
-  run->current = output_for(run, kg_task_file_path(c, wu->topic, t->extract_id), c->output_format, false);
+  run->current = output_for(run, kg_task_file_path(c, wu->topic, t->spec.extract_id), c->output_format, false);
   char ferr[KG_ERRLEN];
   if (kg_kafka_fetch_start(kafka, wu->topic, wu->partition, wu->low, ferr)) {
     KG_WARN("%s; moving on to the next partition", ferr);
@@ -351,7 +351,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
       }
       kg_offset_decision_t d = kg_offset_decide(c->bootstrap, c->reset, false, true, next, earliest, latest);
       static const char *policies[] = {"earliest", "latest", "nearest", "skip"};
-      kg_metrics_add(&t->metrics, KG_M_OFFSET_RESETS, 1);
+      kg_metrics_add(&t->result.metrics, KG_M_OFFSET_RESETS, 1);
       if (d.reason != KG_START_RESET || !d.pull) {
         KG_WARN("Offset %lld of partition %s:%d went out of range [%lld, %lld] while it was read; %s: the partition "
                 "stops here and keeps this offset",
@@ -366,7 +366,7 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
               "%lld]); reset.on.offset.out.of.range=%s goes on at %lld: %lld records skipped",
               (long long)next, (long long)(to - 1), wu->topic, wu->partition, (long long)earliest, (long long)latest,
               policies[c->reset], (long long)to, (long long)skipped);
-      kg_metrics_add(&t->metrics, KG_M_RECORDS_SKIPPED, (double)skipped);
+      kg_metrics_add(&t->result.metrics, KG_M_RECORDS_SKIPPED, (double)skipped);
       res->deleted += skipped;
       next = to;
       if (next >= wu->high) break;
@@ -398,23 +398,23 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
       for (int i = 0; i < keep; i++)
         res->bytes += (int64_t)records[i].value_len;
       res->records += keep;
-      atomic_store(&t->unit_records, res->records);
-      kg_metrics_add(&t->metrics, KG_M_RECORDS_READ, keep);
+      atomic_store(&t->live.unit_records, res->records);
+      kg_metrics_add(&t->result.metrics, KG_M_RECORDS_READ, keep);
       kg_batch_t batch = {.records = records, .count = keep, .next = 0, .sink = &sink};
       while (batch.next < batch.count) {
         char lerr[KG_ERRLEN];
         run->emitting = NULL; /* record views are reused: a pointer names a record within one batch only */
-        atomic_store(&t->lua_since_ms, kg_mono_ms());
+        atomic_store(&t->live.lua_since_ms, kg_mono_ms());
         int rc = kg_lua_process(lua, &batch, lerr);
-        if (atomic_exchange(&t->lua_since_ms, 0) == KG_LUA_INTERRUPTING) {
+        if (atomic_exchange(&t->live.lua_since_ms, 0) == KG_LUA_INTERRUPTING) {
           /* The watchdog claimed this batch: wait until its hook is set, then remove it if it did not fire. */
-          while (!atomic_load(&t->hook_set))
+          while (!atomic_load(&t->live.hook_set))
             sched_yield();
           kg_lua_clear_interrupt(lua);
         }
         if (run->write_rc) return kg_fail(errbuf, run->write_rc, "%s", run->write_error);
         /* A batch the watchdog had to stop (script.batch.timeout.ms) is a broken script, not a bad record. */
-        if (atomic_load(&t->interrupted))
+        if (atomic_load(&t->live.interrupted))
           return kg_fail(errbuf, KG_ELUA,
                          "the script ran for more than %lld ms on one batch of %s:%d (offsets %.0f to %.0f) and was "
                          "stopped (script.batch.timeout.ms)",
@@ -427,11 +427,11 @@ static int pull_unit(kg_task_run_t *run, kg_kafka_t *kafka, kg_lua_t *lua, kg_re
       next = (int64_t)records[keep - 1].offset + 1;
       res->last = kg_fingerprint_record(&records[keep - 1]);
       run->task_records += keep;
-      atomic_store(&t->live_read, run->task_records);
+      atomic_store(&t->live.read, run->task_records);
       int64_t records_written, bytes_written;
       written(run, &records_written, &bytes_written);
-      atomic_store(&t->live_written, records_written);
-      atomic_store(&t->live_bytes, bytes_written);
+      atomic_store(&t->live.written, records_written);
+      atomic_store(&t->live.bytes, bytes_written);
       throttle(run, run->task_records);
     }
     if (past_high && !(allow.records >= 0 && res->records >= allow.records)) next = wu->high;
@@ -461,15 +461,15 @@ finished:
 void kg_task_run(kg_task_t *t) {
   int64_t start = kg_mono_ms();
   kg_task_run_t run = {.task = t};
-  t->results = kg_xcalloc(t->nunits ? t->nunits : 1, sizeof(kg_unit_result_t));
-  t->succeeded = false;
+  t->result.units = kg_xcalloc(t->spec.nunits ? t->spec.nunits : 1, sizeof(kg_unit_result_t));
+  t->result.succeeded = false;
   kg_kafka_t *kafka = NULL;
   kg_lua_t *lua = NULL;
-  kg_record_t *records = kg_xcalloc((size_t)t->config->batch_size, sizeof(kg_record_t));
-  char *err = t->error;
-  int rc = kg_lua_new(t->config->job_is_lua ? t->config->job_file : NULL, &lua, err);
-  atomic_store(&t->lua, (void *)lua);
-  if (!rc) rc = kg_kafka_new(t->config, &kafka, err);
+  kg_record_t *records = kg_xcalloc((size_t)t->spec.config->batch_size, sizeof(kg_record_t));
+  char *err = t->result.error;
+  int rc = kg_lua_new(t->spec.config->job_is_lua ? t->spec.config->job_file : NULL, &lua, err);
+  atomic_store(&t->live.lua, (void *)lua);
+  if (!rc) rc = kg_kafka_new(t->spec.config, &kafka, err);
 
   const char *topic = NULL;
   int64_t extracted = 0;
@@ -477,17 +477,17 @@ void kg_task_run(kg_task_t *t) {
    * what is left, so one slow partition cannot starve the ones after it, and what one leaves unused goes
    * to the rest. */
   run.started_ms = start;
-  const kg_config_t *c = t->config;
+  const kg_config_t *c = t->spec.config;
   int64_t task_deadline = c->limit_enabled && c->limit_type == KG_LIMIT_TIME ? start + c->limit_time_ms : 0;
   int64_t records_left = c->limit_enabled && c->limit_type == KG_LIMIT_COUNT ? c->limit_count : -1;
   size_t pending = 0;
-  for (size_t i = 0; i < t->nunits; i++) {
-    pending += t->units[i]->high > t->units[i]->low;
-    run.range_total += t->units[i]->high - t->units[i]->low;
+  for (size_t i = 0; i < t->spec.nunits; i++) {
+    pending += t->spec.units[i]->high > t->spec.units[i]->low;
+    run.range_total += t->spec.units[i]->high - t->spec.units[i]->low;
   }
   if (records_left >= 0 && records_left < run.range_total) run.range_total = records_left;
-  for (size_t i = 0; !rc && i < t->nunits; i++) {
-    kg_workunit_t *wu = t->units[i];
+  for (size_t i = 0; !rc && i < t->spec.nunits; i++) {
+    kg_workunit_t *wu = t->spec.units[i];
     kg_allowance_t allow = {0, -1};
     if (wu->high > wu->low) {
       if (task_deadline) {
@@ -504,34 +504,34 @@ void kg_task_run(kg_task_t *t) {
       topic = wu->topic;
       KG_INFO("Pulling topic %s", topic);
     }
-    atomic_store(&t->current_unit, (int)i);
-    atomic_store(&t->unit_records, 0);
-    atomic_store(&t->unit_started_ms, kg_mono_ms());
-    rc = pull_unit(&run, kafka, lua, records, wu, allow, &t->results[i], err);
-    extracted += t->results[i].records;
-    if (records_left >= 0) records_left -= t->results[i].records;
+    atomic_store(&t->live.current_unit, (int)i);
+    atomic_store(&t->live.unit_records, 0);
+    atomic_store(&t->live.unit_started_ms, kg_mono_ms());
+    rc = pull_unit(&run, kafka, lua, records, wu, allow, &t->result.units[i], err);
+    extracted += t->result.units[i].records;
+    if (records_left >= 0) records_left -= t->result.units[i].records;
   }
-  atomic_store(&t->unit_started_ms, 0);
+  atomic_store(&t->live.unit_started_ms, 0);
   /* The ratio over what was really read: less than the ranges when a limit, a fetch error or a stop ended
    * the task early. */
   if (!rc) rc = check_budget(&run, extracted, "the end of the task", err);
   if (!rc && topic) KG_INFO("Finished pulling topic %s", topic);
-  kg_metrics_add(&t->metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
+  kg_metrics_add(&t->result.metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
   /* Counted per batch, so a task that read nothing would lack the counter: report it as 0 like the others. */
-  kg_metrics_add(&t->metrics, KG_M_RECORDS_READ, 0);
+  kg_metrics_add(&t->result.metrics, KG_M_RECORDS_READ, 0);
   int64_t records_written, bytes_written;
   written(&run, &records_written, &bytes_written);
-  kg_metrics_add(&t->metrics, KG_M_RECORDS_WRITTEN, (double)records_written);
-  kg_metrics_add(&t->metrics, KG_M_BYTES_WRITTEN, (double)bytes_written);
+  kg_metrics_add(&t->result.metrics, KG_M_RECORDS_WRITTEN, (double)records_written);
+  kg_metrics_add(&t->result.metrics, KG_M_BYTES_WRITTEN, (double)bytes_written);
   if (lua) {
     char cerr[KG_ERRLEN];
-    if (kg_lua_collect(lua, &t->metrics, cerr)) KG_WARN("cannot collect the script's metrics: %s", cerr);
+    if (kg_lua_collect(lua, &t->result.metrics, cerr)) KG_WARN("cannot collect the script's metrics: %s", cerr);
   }
   if (!rc) {
     KG_INFO("Extracted %lld data records", (long long)extracted);
-    for (size_t i = 0; i < t->nunits; i++)
-      KG_INFO("Actual high watermark for partition %s:%d=%lld, expected=%lld", t->units[i]->topic,
-              t->units[i]->partition, (long long)t->results[i].actual_high, (long long)t->units[i]->high);
+    for (size_t i = 0; i < t->spec.nunits; i++)
+      KG_INFO("Actual high watermark for partition %s:%d=%lld, expected=%lld", t->spec.units[i]->topic,
+              t->spec.units[i]->partition, (long long)t->result.units[i].actual_high, (long long)t->spec.units[i]->high);
   }
 
   /* Close the staging files and move them to task output; on failure remove them. */
@@ -546,14 +546,14 @@ void kg_task_run(kg_task_t *t) {
     rc = kg_writer_close(o->writer, NULL, NULL, err);
     o->writer = NULL;
     if (rc) continue;
-    char *output = kg_xasprintf("%s/task-output/%s/part.%s.%s", t->job_dir, o->file_path, t->task_id, o->ext);
-    rc = kg_fs_move(t->fs, o->staging, output, err);
+    char *output = kg_xasprintf("%s/task-output/%s/part.%s.%s", t->spec.job_dir, o->file_path, t->spec.task_id, o->ext);
+    rc = kg_fs_move(t->spec.fs, o->staging, output, err);
     kg_crash_point("task-output");
-    t->files = kg_xrealloc(t->files, (t->nfiles + 1) * sizeof(kg_task_file_t));
-    kg_task_file_t *f = &t->files[t->nfiles++];
+    t->result.files = kg_xrealloc(t->result.files, (t->result.nfiles + 1) * sizeof(kg_task_file_t));
+    kg_task_file_t *f = &t->result.files[t->result.nfiles++];
     f->file_path = kg_xstrdup(o->file_path);
     f->output = output;
-    f->final = kg_xasprintf("%s/%s/part.%s.%s", t->config->final_dir, o->file_path, t->task_id, o->ext);
+    f->final = kg_xasprintf("%s/%s/part.%s.%s", t->spec.config->final_dir, o->file_path, t->spec.task_id, o->ext);
   }
   for (size_t i = 0; i < run.noutputs; i++) {
     if (run.outputs[i].writer) kg_writer_abort(run.outputs[i].writer);
@@ -563,28 +563,28 @@ void kg_task_run(kg_task_t *t) {
   free(run.outputs);
   free(records);
   kg_kafka_destroy(kafka);
-  atomic_store(&t->lua, NULL);
+  atomic_store(&t->live.lua, NULL);
   kg_lua_destroy(lua);
-  t->elapsed_ms = kg_mono_ms() - start;
-  t->succeeded = rc == KG_OK;
-  t->rc = rc;
-  if (t->succeeded) {
-    KG_INFO("Task %s completed in %lldms with state SUCCESSFUL", t->task_id, (long long)t->elapsed_ms);
+  t->result.elapsed_ms = kg_mono_ms() - start;
+  t->result.succeeded = rc == KG_OK;
+  t->result.rc = rc;
+  if (t->result.succeeded) {
+    KG_INFO("Task %s completed in %lldms with state SUCCESSFUL", t->spec.task_id, (long long)t->result.elapsed_ms);
   } else {
-    KG_ERROR("Task %s failed: %s", t->task_id, t->error);
-    KG_INFO("Task %s completed in %lldms with state FAILED", t->task_id, (long long)t->elapsed_ms);
+    KG_ERROR("Task %s failed: %s", t->spec.task_id, t->result.error);
+    KG_INFO("Task %s completed in %lldms with state FAILED", t->spec.task_id, (long long)t->result.elapsed_ms);
   }
 }
 
 void kg_task_clear(kg_task_t *t) {
-  free(t->task_id);
-  free(t->units);
-  free(t->results);
-  for (size_t i = 0; i < t->nfiles; i++) {
-    free(t->files[i].file_path);
-    free(t->files[i].output);
-    free(t->files[i].final);
+  free(t->spec.task_id);
+  free(t->spec.units);
+  free(t->result.units);
+  for (size_t i = 0; i < t->result.nfiles; i++) {
+    free(t->result.files[i].file_path);
+    free(t->result.files[i].output);
+    free(t->result.files[i].final);
   }
-  free(t->files);
-  kg_metrics_free(&t->metrics);
+  free(t->result.files);
+  kg_metrics_free(&t->result.metrics);
 }

@@ -39,43 +39,57 @@ typedef struct {
   char *final;     /* where the publisher puts it */
 } kg_task_file_t;
 
+/* What a task is asked to do: set by the job before the task runs, read-only while it runs. */
 typedef struct {
-  /* Set by the job before the run. */
   int index;
-  char *task_id; /* task_<job>_<epoch ms>_<index> */
-  const kg_config_t *config;
-  kg_workunit_t **units; /* borrowed, in the order they are pulled */
+  char *task_id;                 /* task_<job>_<epoch ms>_<index>; owned */
+  const kg_config_t *config;     /* borrowed from the job */
+  kg_workunit_t **units;         /* the array is owned, the units borrowed from the job's plan; pulled in order */
   size_t nunits;
-  const char *job_dir;    /* <task.data.root.dir>/<job>/<jobId> */
-  const char *extract_id; /* for writer.file.path.type=default */
-  kg_fs_t *fs;            /* the writer's file system (writer.fs.uri), borrowed */
+  const char *job_dir;           /* <task.data.root.dir>/<job>/<jobId>; borrowed */
+  const char *extract_id;        /* for writer.file.path.type=default; borrowed */
+  kg_fs_t *fs;                   /* the writer's file system (writer.fs.uri); borrowed */
   const kg_writer_ops_t *writer; /* the job's output format (writer.builder.class, writer.output.format) */
-  /* Results. */
-  kg_unit_result_t *results; /* one per unit */
-  kg_task_file_t *files;
+} kg_task_spec_t;
+
+/* What a task did: written by the task's thread only, read by the job once the thread has been joined. Every
+ * pointer is owned and freed by kg_task_clear. */
+typedef struct {
+  bool succeeded;
+  int rc;                      /* a failed task's error: KG_EBUDGET when more records failed than allowed */
+  char error[KG_ERRLEN];       /* a failed task's error message */
+  char first_error[KG_ERRLEN]; /* where and how the first record failed in the script, "" when none did */
+  int64_t elapsed_ms;
+  kg_unit_result_t *units; /* one per spec unit, in the same order */
+  kg_task_file_t *files;   /* the files in task output, to be published */
   size_t nfiles;
   kg_metrics_t metrics;
-  /* Shared with the job's watchdog thread. */
+} kg_task_result_t;
+
+/* What the job's watchdog and progress reporting see of a running task: atomics only, written by the task's thread
+ * (and, for the interrupt handshake, by the watchdog). */
+typedef struct {
   _Atomic int64_t lua_since_ms;         /* monotonic ms when the running batch call began; 0 outside Lua;
                                            KG_LUA_INTERRUPTING once the watchdog has claimed the batch */
   _Atomic(void *) lua;                  /* the task's kg_lua_t while it exists, for kg_lua_interrupt */
   atomic_bool interrupted;              /* the watchdog stopped a batch that ran too long */
   atomic_bool hook_set;                 /* the watchdog has set the interrupt hook of the batch it claimed */
   _Atomic int64_t interrupted_batch_ms; /* when the claimed batch began */
-  atomic_int current_unit;              /* index in units of the partition being pulled */
-  _Atomic int64_t live_read;            /* interim metrics: records read, written and bytes written so far */
-  _Atomic int64_t live_written;
-  _Atomic int64_t live_bytes;
+  atomic_int current_unit;              /* index in spec.units of the partition being pulled */
+  _Atomic int64_t read;                 /* interim metrics: records read, written and bytes written so far */
+  _Atomic int64_t written;
+  _Atomic int64_t bytes;
   _Atomic int64_t unit_records;    /* progress: records of the current unit pulled so far */
   _Atomic int64_t unit_started_ms; /* progress: monotonic start of the current unit; 0 when not pulling */
-  bool succeeded;
-  int rc;                     /* a failed task's error: KG_EBUDGET when more records failed than allowed */
-  char error[KG_ERRLEN];
-  char first_error[KG_ERRLEN]; /* where and how the first record failed in the script, "" when none did */
-  int64_t elapsed_ms;
+} kg_task_live_t;
+
+typedef struct {
+  kg_task_spec_t spec;
+  kg_task_result_t result;
+  kg_task_live_t live;
 } kg_task_t;
 
-/* Runs the task; never aborts on input. Sets succeeded, error, results, files and metrics. */
+/* Runs the task described by task->spec; never aborts on input. Fills task->result, and task->live as it goes. */
 void kg_task_run(kg_task_t *task);
 void kg_task_clear(kg_task_t *task);
 
