@@ -1,4 +1,4 @@
--- Where the records end up and in what bytes (BEHAVIOUR.md sections 4, 5 and 8), against the real broker:
+-- Where the records end up and in what bytes (docs/behaviour.md, sections 4, 6 and 9), against the real broker:
 -- writer.file.path.type, the location overrides, the simple writer's delimiter and size prefix, job.lua
 -- forms and decodeRecord, and the metrics file.
 local H = require("support.harness")

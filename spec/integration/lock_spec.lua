@@ -1,4 +1,4 @@
--- The job lock (BEHAVIOUR.md section 6): while a run of a job is going on, a second run of the same job
+-- The job lock (docs/behaviour.md, section 7): while a run of a job is going on, a second run of the same job
 -- exits at once with Gobblin's message; a lock left by a process that died is taken over; and
 -- job.lock.enabled=false lets runs overlap. The runs that hold the lock are made slow by a decodeRecord
 -- that busy-waits 0.3 s per record, over 10 records.

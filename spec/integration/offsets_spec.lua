@@ -1,4 +1,4 @@
--- Where each partition starts and which topics are pulled (BEHAVIOUR.md section 2), against the real broker:
+-- Where each partition starts and which topics are pulled (docs/behaviour.md, section 2), against the real broker:
 -- bootstrap.with.offset, topic.whitelist/blacklist, topics.move.to.latest.offset, reset.on.offset.out.of.range,
 -- and many partitions over one or several tasks. Output is checked against kcat, stored offsets with sqlite3
 -- and the broker's own offset tool.
