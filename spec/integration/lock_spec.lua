@@ -13,14 +13,8 @@ local function slow_job(label, lock_enabled)
   local c = { name = "SlowJob_" .. label, topic = H.unique("lock_" .. label), work = H.workdir("lock_" .. label) }
   H.create_topic(c.topic, 1)
   H.produce(c.topic, RECORDS)
-  c.file = H.job_lua(c.work, {
-    ["job.name"] = c.name,
-    ["job.lock.enabled"] = lock_enabled ~= false,
-    ["kafka.brokers"] = H.bootstrap(),
-    ["topic.whitelist"] = c.topic,
-    ["bootstrap.with.offset"] = "earliest",
-    ["writer.file.path.type"] = "tablename",
-  }, H.slow_decode(300))
+  c.file = H.job({ dir = c.work, name = c.name, topics = c.topic, code = H.slow_decode(300),
+                   props = { ["job.lock.enabled"] = lock_enabled ~= false } })
   return c
 end
 
