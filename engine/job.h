@@ -1,4 +1,4 @@
-/* job.h: one run of a job, end to end (BEHAVIOUR.md section 1). */
+/* job.h: one run of a job, end to end (docs/behaviour.md, section 1). */
 #ifndef KG_JOB_H
 #define KG_JOB_H
 

@@ -1,4 +1,4 @@
-/* packer.h: packing work units into at most N groups (tasks) by estimated size (BEHAVIOUR.md section 3). */
+/* packer.h: packing work units into at most N groups (tasks) by estimated size (docs/behaviour.md, section 3). */
 #ifndef KG_PACKER_H
 #define KG_PACKER_H
 

@@ -33,7 +33,7 @@ typedef struct {
 } kg_offset_decision_t;
 
 /* Decides where a partition starts, given its stored offset (HAS_STORED) and the broker's range
- * [EARLIEST, LATEST]. Pure: the rules of BEHAVIOUR.md section 2. */
+ * [EARLIEST, LATEST]. Pure: the rules of docs/behaviour.md, section 2. */
 kg_offset_decision_t kg_offset_decide(kg_bootstrap_t bootstrap, kg_reset_t reset, bool move_to_latest, bool has_stored,
                                       int64_t stored, int64_t earliest, int64_t latest);
 

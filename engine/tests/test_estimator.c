@@ -1,4 +1,4 @@
-/* test_estimator.c: the size estimators' arithmetic and fallbacks (BEHAVIOUR.md section 3). */
+/* test_estimator.c: the size estimators' arithmetic and fallbacks (docs/behaviour.md, section 3). */
 #include <math.h>
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-/* test_offsets.c: every offset decision of BEHAVIOUR.md section 2, and topic selection. */
+/* test_offsets.c: every offset decision of docs/behaviour.md, section 2, and topic selection. */
 #include "test.h"
 #include "fingerprint.h"
 #include "workunit.h"

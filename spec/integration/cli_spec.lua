@@ -153,6 +153,9 @@ describe("the kingest command line", function()
       H.produce(topic, { "one", "two" })
     end)
 
+    -- Lines 6 to 9 of a job made by pull: Gobblin properties kingest does not implement, and one it does not know.
+    local UNIMPLEMENTED = H.fixture("unimplemented.properties")
+
     local function pull(work, extra)
       return H.job_pull(work, table.concat({
         "job.name=CliJob",
@@ -225,8 +228,7 @@ describe("the kingest command line", function()
 
     it("with Gobblin properties kingest does not implement warns what it does instead, and runs", function()
       local work = H.workdir("cli_unimplemented")
-      local job = pull(work, "writer.codec.type=gzip\nconverter.classes=gobblin.converter.IdentityConverter\n" ..
-        "job.runonce=true\nmy.own.setting=1\n")
+      local job = pull(work, UNIMPLEMENTED)
       local code, _, err = H.kingest({ "run", job }, { GOBBLIN_WORK_DIR = work })
       assert.are.equal(0, code, err)
       assert.same({ "one", "two" }, H.output_lines(work .. "/job-output/" .. topic))
@@ -240,8 +242,7 @@ describe("the kingest command line", function()
 
     it("with --strict or job.strict=true refuses those properties, naming each, before anything is pulled", function()
       local work = H.workdir("cli_strict")
-      local job = pull(work, "writer.codec.type=gzip\nconverter.classes=gobblin.converter.IdentityConverter\n" ..
-        "job.runonce=true\nmy.own.setting=1\nmr.job.root.dir=/gobblin/working\n")
+      local job = pull(work, UNIMPLEMENTED .. "mr.job.root.dir=/gobblin/working\n")
       local refusal = " refuses 3 properties that kingest does not know or implement (each is logged above): " ..
         job .. ":6: writer.codec.type, " .. job .. ":7: converter.classes, " .. job .. ":9: my.own.setting"
       local err = refused(job, work, "kingest: --strict: job.strict=true" .. refusal, "--strict")
@@ -254,8 +255,7 @@ describe("the kingest command line", function()
       assert.are.equal("", out)
       assert.are.equal("kingest: --strict: job.strict=true" .. refusal, H.last_line(perr))
 
-      local strict = pull(work, "writer.codec.type=gzip\nconverter.classes=gobblin.converter.IdentityConverter\n" ..
-        "job.runonce=true\nmy.own.setting=1\njob.strict=true\n")
+      local strict = pull(work, UNIMPLEMENTED .. "job.strict=true\n")
       refused(strict, work, "kingest: " .. strict .. ":10: job.strict=true" .. refusal)
 
       -- Harmless and MapReduce-only properties pass under --strict.

@@ -12,15 +12,7 @@ local busy_decode = H.slow_decode
 -- (Lua text) appended to the table.
 local function job(label, brokers, topic, props, extra)
   local c = { name = "Faults_" .. label, topic = topic, work = H.workdir("faults_" .. label) }
-  local p = {
-    ["job.name"] = c.name,
-    ["kafka.brokers"] = brokers,
-    ["topic.whitelist"] = topic,
-    ["bootstrap.with.offset"] = "earliest",
-    ["writer.file.path.type"] = "tablename",
-  }
-  for k, v in pairs(props or {}) do p[k] = v end
-  c.file = H.job_lua(c.work, p, extra)
+  c.file = H.job({ dir = c.work, name = c.name, brokers = brokers, topics = topic, props = props, code = extra })
   c.output = c.work .. "/job-output/" .. topic
   return c
 end

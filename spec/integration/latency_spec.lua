@@ -34,15 +34,7 @@ local function last_result(work, job)
 end
 
 local function job_for(work, topic, brokers, extra)
-  local props = {
-    ["job.name"] = "latency",
-    ["kafka.brokers"] = brokers,
-    ["topic.whitelist"] = topic,
-    ["bootstrap.with.offset"] = "earliest",
-    ["writer.file.path.type"] = "tablename",
-  }
-  for k, v in pairs(extra or {}) do props[k] = v end
-  return H.job_lua(work, props)
+  return H.job({ dir = work, name = "latency", brokers = brokers, topics = topic, props = extra })
 end
 
 -- Runs JOB and checks that every record of TOPIC arrived in this one run, as kcat reads them.

@@ -1,4 +1,4 @@
--- Where the records end up and in what bytes (BEHAVIOUR.md sections 4, 5 and 8), against the real broker:
+-- Where the records end up and in what bytes (docs/behaviour.md, sections 4, 6 and 9), against the real broker:
 -- writer.file.path.type, the location overrides, the simple writer's delimiter and size prefix, job.lua
 -- forms and decodeRecord, and the metrics file.
 local H = require("support.harness")
@@ -6,31 +6,19 @@ local cjson = require("cjson")
 
 local JOB = "LayoutSpec"
 
--- The properties every job here starts from: pull TOPICS (a whitelist) from earliest.
-local function base_props(topics)
-  return {
-    ["job.name"] = JOB,
-    ["job.lock.enabled"] = false,
-    ["kafka.brokers"] = H.bootstrap(),
-    ["topic.whitelist"] = topics,
-    ["bootstrap.with.offset"] = "earliest",
-  }
-end
-
--- Writes WORK/job.lua for TOPICS with PROPS added (and EXTRA Lua inside the returned table).
+-- Writes WORK/job.lua pulling TOPICS (a whitelist) from earliest, without a job lock, with PROPS added (and
+-- EXTRA Lua inside the returned table). writer.file.path.type is left to its default unless PROPS set it.
 local function job_file(work, topics, props, extra)
-  local p = base_props(topics)
+  local p = { ["job.lock.enabled"] = false, ["writer.file.path.type"] = H.UNSET }
   for k, v in pairs(props or {}) do p[k] = v end
-  return H.job_lua(work, p, extra)
+  return H.job({ dir = work, name = JOB, topics = topics, props = p, code = extra })
 end
 
--- Runs JOB in WORK and asserts that it succeeded; returns the job id's epoch milliseconds and the log.
-local function run_ok(job, work)
-  local code, _, err = H.run(job, work)
-  assert.are.equal(0, code, err)
-  local ms = err:match("Starting job " .. JOB .. " %(job_" .. JOB .. "_(%d+)%)")
-  assert.is_not_nil(ms, "no job id in the log:\n" .. err)
-  return ms, err
+-- Runs JOB in WORK and asserts that it succeeded (H.run_ok) and that its log names its job id; returns the job
+-- id's epoch milliseconds and the log.
+local function run_ms(job, work)
+  local log = H.run_ok(job, work)
+  return H.job_ms(log, JOB), log
 end
 
 local topic_with = H.topic_with
@@ -51,7 +39,7 @@ describe("writer.file.path.type", function()
     local work = H.workdir("layout")
     props["extract.namespace"] = "gobblin.extract.kafka"
     local before = os.date("!%Y%m%d%H%M%S")
-    local ms = run_ok(job_file(work, topic, props), work)
+    local ms = run_ms(job_file(work, topic, props), work)
     local after = os.date("!%Y%m%d%H%M%S")
     local files = H.files(work .. "/job-output")
     assert.are.equal(1, #files, table.concat(files, "\n"))
@@ -97,7 +85,7 @@ describe("the output locations", function()
 
   it("are <work dir>/job-output, task-data and state-store by default, without staging or task output left", function()
     local work = H.workdir("locations")
-    local ms = run_ok(job_file(work, topic, { ["writer.file.path.type"] = "tablename" }), work)
+    local ms = run_ms(job_file(work, topic, { ["writer.file.path.type"] = "tablename" }), work)
     assert.same({ topic .. "/part.task_" .. JOB .. "_" .. ms .. "_0.txt" }, H.files(work .. "/job-output"))
     assert.same({ [topic .. ":0"] = 2 }, H.stored_offsets(work, JOB))
     assert.is_true(H.exists(work .. "/task-data/" .. JOB))
@@ -114,7 +102,7 @@ describe("the output locations", function()
       ["task.data.root.dir"] = elsewhere .. "/scratch",
       ["state.store.dir"] = elsewhere .. "/offsets",
     })
-    local ms = run_ok(job, work)
+    local ms = run_ms(job, work)
     assert.same({ topic .. "/part.task_" .. JOB .. "_" .. ms .. "_0.txt" }, H.files(elsewhere .. "/published"))
     assert.same({ "one", "two" }, H.output_lines(elsewhere .. "/published/" .. topic))
     assert.same({ [topic .. ":0"] = 2 }, H.offsets_in_db(elsewhere .. "/offsets/" .. JOB .. ".db"))
@@ -151,7 +139,7 @@ describe("the simple writer", function()
 
   it("appends simple.writer.delimiter after each record", function()
     local work = H.workdir("writer")
-    run_ok(job_file(work, topic, { ["writer.file.path.type"] = "tablename", ["simple.writer.delimiter"] = "|" }), work)
+    run_ms(job_file(work, topic, { ["writer.file.path.type"] = "tablename", ["simple.writer.delimiter"] = "|" }), work)
     assert.are.equal("one|two|h\195\169llo|" .. long .. "|", output_bytes(work))
   end)
 
@@ -166,13 +154,13 @@ describe("the simple writer", function()
       "writer.file.path.type=tablename",
       "simple.writer.delimiter=",
     }, "\n") .. "\n")
-    run_ok(job, work)
+    run_ms(job, work)
     assert.are.equal("onetwoh\195\169llo" .. long, output_bytes(work))
   end)
 
   it("writes each record's length in 8 big-endian bytes before it with simple.writer.prepend.size=true", function()
     local work = H.workdir("writer")
-    run_ok(job_file(work, topic, {
+    run_ms(job_file(work, topic, {
       ["writer.file.path.type"] = "tablename",
       ["simple.writer.delimiter"] = "",
       ["simple.writer.prepend.size"] = true,
@@ -183,7 +171,7 @@ describe("the simple writer", function()
 
   it("puts the delimiter after the record, not after the size, when both are set", function()
     local work = H.workdir("writer")
-    run_ok(job_file(work, topic, { ["writer.file.path.type"] = "tablename", ["simple.writer.prepend.size"] = true }),
+    run_ms(job_file(work, topic, { ["writer.file.path.type"] = "tablename", ["simple.writer.prepend.size"] = true }),
       work)
     assert.are.equal(be64(3) .. "one\n" .. be64(3) .. "two\n" .. be64(6) .. "h\195\169llo\n" .. be64(300) .. long .. "\n",
       output_bytes(work))
@@ -207,7 +195,7 @@ describe("a job.lua", function()
 
   it("in the nested table form works like the dotted form", function()
     local dotted, nested = H.workdir("dotted"), H.workdir("nested")
-    run_ok(job_file(dotted, topics[1] .. "," .. topics[2], {
+    run_ms(job_file(dotted, topics[1] .. "," .. topics[2], {
       ["writer.file.path.type"] = "namespace_table",
       ["extract.namespace"] = "from.lua",
       ["simple.writer.delimiter"] = "|",
@@ -225,7 +213,7 @@ return {
   mr = { job = { max = { mappers = 1 } } },
 }
 ]], JOB, H.bootstrap(), topics[1], topics[2]))
-    run_ok(nested .. "/job.lua", nested)
+    run_ms(nested .. "/job.lua", nested)
     local want = {
       ["from/lua/" .. topics[1] .. "/part.task_0.txt"] = "alpha|beta|skip me|gamma|",
       ["from/lua/" .. topics[2] .. "/part.task_0.txt"] = "delta|",
@@ -239,7 +227,7 @@ return {
   -- Runs a job over the first topic with DECODE as its decodeRecord; returns the work dir.
   local function run_decoder(decode)
     local work = H.workdir("decode")
-    run_ok(job_file(work, topics[1], { ["writer.file.path.type"] = "tablename" }, "  decodeRecord = " .. decode .. ","),
+    run_ms(job_file(work, topics[1], { ["writer.file.path.type"] = "tablename" }, "  decodeRecord = " .. decode .. ","),
       work)
     return work
   end

@@ -1,4 +1,4 @@
--- The job lock (BEHAVIOUR.md section 6): while a run of a job is going on, a second run of the same job
+-- The job lock (docs/behaviour.md, section 7): while a run of a job is going on, a second run of the same job
 -- exits at once with Gobblin's message; a lock left by a process that died is taken over; and
 -- job.lock.enabled=false lets runs overlap. The runs that hold the lock are made slow by a decodeRecord
 -- that busy-waits 0.3 s per record, over 10 records.
@@ -13,14 +13,8 @@ local function slow_job(label, lock_enabled)
   local c = { name = "SlowJob_" .. label, topic = H.unique("lock_" .. label), work = H.workdir("lock_" .. label) }
   H.create_topic(c.topic, 1)
   H.produce(c.topic, RECORDS)
-  c.file = H.job_lua(c.work, {
-    ["job.name"] = c.name,
-    ["job.lock.enabled"] = lock_enabled ~= false,
-    ["kafka.brokers"] = H.bootstrap(),
-    ["topic.whitelist"] = c.topic,
-    ["bootstrap.with.offset"] = "earliest",
-    ["writer.file.path.type"] = "tablename",
-  }, H.slow_decode(300))
+  c.file = H.job({ dir = c.work, name = c.name, topics = c.topic, code = H.slow_decode(300),
+                   props = { ["job.lock.enabled"] = lock_enabled ~= false } })
   return c
 end
 

@@ -1,4 +1,4 @@
--- Where each partition starts and which topics are pulled (BEHAVIOUR.md section 2), against the real broker:
+-- Where each partition starts and which topics are pulled (docs/behaviour.md, section 2), against the real broker:
 -- bootstrap.with.offset, topic.whitelist/blacklist, topics.move.to.latest.offset, reset.on.offset.out.of.range,
 -- and many partitions over one or several tasks. Output is checked against kcat, stored offsets with sqlite3
 -- and the broker's own offset tool.
@@ -6,17 +6,12 @@ local H = require("support.harness")
 
 local JOB = "OffsetsSpec"
 
--- Writes WORK/job.lua pulling TOPICS (a whitelist string) into job-output/<topic>, with PROPS added.
+-- Writes WORK/job.lua pulling TOPICS (a whitelist string) into job-output/<topic>, without a job lock, with PROPS
+-- added. bootstrap.with.offset is left to its default unless PROPS set it.
 local function job_file(work, topics, props)
-  local p = {
-    ["job.name"] = JOB,
-    ["job.lock.enabled"] = false,
-    ["kafka.brokers"] = H.bootstrap(),
-    ["topic.whitelist"] = topics,
-    ["writer.file.path.type"] = "tablename",
-  }
+  local p = { ["job.lock.enabled"] = false, ["bootstrap.with.offset"] = H.UNSET }
   for k, v in pairs(props or {}) do p[k] = v end
-  return H.job_lua(work, p)
+  return H.job({ dir = work, name = JOB, topics = topics, props = p })
 end
 
 local run_ok = H.run_ok

@@ -24,17 +24,9 @@ end
 
 -- Writes WORK/job.lua for JOB pulling TOPICS from earliest in 2 tasks, with a metrics file, and PROPS added.
 local function job_file(work, topics, props, extra)
-  local p = {
-    ["job.name"] = JOB,
-    ["kafka.brokers"] = H.bootstrap(),
-    ["topic.whitelist"] = topics.x .. "," .. topics.y,
-    ["bootstrap.with.offset"] = "earliest",
-    ["writer.file.path.type"] = "tablename",
-    ["mr.job.max.mappers"] = 2,
-    ["metrics.reporting.file.enabled"] = true,
-  }
+  local p = { ["mr.job.max.mappers"] = 2, ["metrics.reporting.file.enabled"] = true }
   for k, v in pairs(props or {}) do p[k] = v end
-  return H.job_lua(work, p, extra)
+  return H.job({ dir = work, name = JOB, topics = { topics.x, topics.y }, props = p, code = extra })
 end
 
 local function plan(job, work, ...)

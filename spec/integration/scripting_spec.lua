@@ -10,35 +10,12 @@ local JOB = "ScriptingSpec"
 -- Writes WORK/job.lua pulling TOPIC from earliest into job-output/<topic>, with PROPS added and EXTRA (Lua
 -- code: decodeRecord, converters, ...) inside the returned table; PRELUDE (Lua code) comes before it.
 local function job_file(work, topic, props, extra, prelude)
-  local p = {
-    ["job.name"] = JOB,
-    ["kafka.brokers"] = H.bootstrap(),
-    ["topic.whitelist"] = topic,
-    ["bootstrap.with.offset"] = "earliest",
-    ["writer.file.path.type"] = "tablename",
-    ["metrics.reporting.file.enabled"] = true,
-  }
+  local p = { ["metrics.reporting.file.enabled"] = true }
   for k, v in pairs(props or {}) do p[k] = v end
-  local path = H.job_lua(work, p, extra)
-  if prelude then H.spit(path, prelude .. "\n" .. H.slurp(path)) end
-  return path
+  return H.job({ dir = work, name = JOB, topics = topic, props = p, code = extra, prelude = prelude })
 end
 
-local run_ok = H.run_ok
-
--- Runs JOB in WORK and asserts that it failed with status STATUS (default 1; not a crash) and one clear last line
--- on stderr, `kingest: ...`, containing every string of NAMES; returns that line and the log.
-local function run_fails(job, work, names, status)
-  status = status or 1
-  local code, _, err = H.run(job, work)
-  assert.are.equal(status, code, "the run should fail with status " .. status .. ":\n" .. err)
-  local last = H.last_line(err)
-  assert.matches("^kingest: ", last, 1, false, "the last line of stderr should be the error:\n" .. err)
-  for _, name in ipairs(names) do
-    assert.truthy(last:find(name, 1, true), ("the error should name %q: %s"):format(name, last))
-  end
-  return last, err
-end
+local run_ok, run_fails = H.run_ok, H.run_fails
 
 local topic_with = H.topic_with
 
@@ -270,7 +247,7 @@ describe("decode.error.policy", function()
     H.produce(t, { "ok c", "bad d", "ok e" })
     local before = traces(work)
     assert.same({ [t .. ":0"] = 2 }, before.offsets)
-    run_fails(job_file(work, t, { ["decode.error.policy"] = "fail" }, DECODE), work,
+    run_fails(job_file(work, t, { ["decode.error.policy"] = "fail" }, DECODE), work, 1,
       { t .. ":0 at offset 3", "decode.error.policy=fail", "cannot decode bad d" })
     assert.same(before, traces(work))
     -- The next run with the default policy pulls the three new records (one of them skipped).
@@ -352,8 +329,8 @@ describe("decode.error.policy", function()
 
     it("fails the run when more records fail than it allows; nothing is published", function()
       local work = H.workdir("scr_limit")
-      run_fails(job_file(work, small, { ["task.skip.error.records"] = 2, ["decode.error.max.ratio"] = 1 }, DECODE), work,
-        { "more than 2 records failed", "task.skip.error.records", small .. ":0 offset 4" }, 5)
+      run_fails(job_file(work, small, { ["task.skip.error.records"] = 2, ["decode.error.max.ratio"] = 1 }, DECODE), work, 5,
+        { "more than 2 records failed", "task.skip.error.records", small .. ":0 offset 4" })
       assert.same({}, H.stored_offsets(work, JOB))
       assert.same({}, H.files(work .. "/job-output"))
       assert.same({}, H.files(work .. "/task-data"))
@@ -384,7 +361,7 @@ describe("the error budget", function()
 
   -- Asserts that a run over TOPIC failed with status 5 naming NAMES, left nothing behind and moved no offset.
   local function over_budget(work, job, names)
-    local _, log = run_fails(job, work, names, 5)
+    local _, log = run_fails(job, work, 5, names)
     assert.same({}, H.stored_offsets(work, JOB))
     assert.same({}, H.files(work .. "/job-output"))
     assert.same({}, H.files(work .. "/task-data"))
@@ -684,7 +661,7 @@ describe("a job script that cannot be loaded", function()
   end)
 
   local function fails_before_pulling(job, names)
-    local last, log = run_fails(job, work, names)
+    local last, log = run_fails(job, work, 1, names)
     assert.is_nil(log:find("Created workunit", 1, true), log)
     assert.is_nil(log:find("Pulling partition", 1, true), log)
     assert.same(before, traces(work))

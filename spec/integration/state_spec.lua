@@ -20,23 +20,13 @@ end
 -- PROPS are added and EXTRA (Lua text) is appended to the table.
 local function job(label, whitelist, props, extra)
   local c = { name = "State_" .. label, work = H.workdir("state_" .. label) }
-  local p = {
-    ["job.name"] = c.name,
-    ["kafka.brokers"] = H.bootstrap(),
-    ["topic.whitelist"] = whitelist,
-    ["bootstrap.with.offset"] = "earliest",
-    ["writer.file.path.type"] = "tablename",
-  }
-  for k, v in pairs(props or {}) do p[k] = v end
-  c.file = H.job_lua(c.work, p, extra)
+  c.file = H.job({ dir = c.work, name = c.name, topics = whitelist, props = props, code = extra })
   c.db = c.work .. "/state-store/" .. c.name .. ".db"
   return c
 end
 
 local function run_ok(c, env)
-  local code, _, err = H.run(c.file, c.work, env)
-  assert.are.equal(0, code, err)
-  return err
+  return H.run_ok(c.file, c.work, env)
 end
 
 -- `kingest state ARGS...` with GOBBLIN_WORK_DIR set to C's work dir: status, stdout, stderr.

@@ -11,15 +11,8 @@ local N = 300
 local function slow_job(name)
   local topic = H.topic_with(name, H.records(name, 0, 0, N - 1))
   local work = H.workdir(name)
-  local job = H.job_lua(work, {
-    ["job.name"] = name,
-    ["kafka.brokers"] = H.bootstrap(),
-    ["topic.whitelist"] = topic,
-    ["bootstrap.with.offset"] = "earliest",
-    ["writer.file.path.type"] = "tablename",
-    ["kafka.fetch.batch.size"] = 5,
-    ["progress.interval.ms"] = 100,
-  }, H.slow_decode(20))
+  local job = H.job({ dir = work, name = name, topics = topic, code = H.slow_decode(20),
+                      props = { ["kafka.fetch.batch.size"] = 5, ["progress.interval.ms"] = 100 } })
   return { name = name, topic = topic, work = work, job = job, all = H.records(name, 0, 0, N - 1) }
 end
 

@@ -6,18 +6,16 @@ local H = require("support.harness")
 
 local JOB = "TopicsSpec"
 
--- Writes WORK/job.lua pulling WHITELIST into job-output/<topic>, with a metrics file and PROPS added.
+-- Writes WORK/job.lua pulling WHITELIST into job-output/<topic>, without a job lock, with a metrics file and
+-- PROPS added. bootstrap.with.offset is left to its default unless PROPS set it.
 local function job_file(work, whitelist, props)
   local p = {
-    ["job.name"] = JOB,
     ["job.lock.enabled"] = false,
-    ["kafka.brokers"] = H.bootstrap(),
-    ["topic.whitelist"] = whitelist,
-    ["writer.file.path.type"] = "tablename",
+    ["bootstrap.with.offset"] = H.UNSET,
     ["metrics.reporting.file.enabled"] = true,
   }
   for k, v in pairs(props or {}) do p[k] = v end
-  return H.job_lua(work, p)
+  return H.job({ dir = work, name = JOB, topics = whitelist, props = p })
 end
 
 local function output(work, topic)

@@ -136,6 +136,38 @@ function H.job_lua(dir, props, extra)
   return path
 end
 
+-- A property value for H.job's PROPS that leaves the property out of the job (the engine's default applies).
+H.UNSET = setmetatable({}, { __tostring = function() return "H.UNSET" end })
+
+-- Writes OPTS.dir/job.lua (creating the folder) and returns its path. The job pulls OPTS.topics (a whitelist
+-- string, or a list of topic names) from OPTS.brokers (default: the test broker) from the earliest offset into
+-- job-output/<topic>, as job OPTS.name (default "Job"); OPTS.props (property name to value) adds to and
+-- overrides those defaults, a value of H.UNSET leaving the property out. OPTS.code is Lua source of more
+-- fields of the job table (decodeRecord, converters, ...); OPTS.prelude is Lua source put before the table.
+function H.job(opts)
+  local topics = opts.topics
+  if type(topics) == "table" then topics = table.concat(topics, ",") end
+  local p = {
+    ["job.name"] = opts.name or "Job",
+    ["kafka.brokers"] = opts.brokers or H.bootstrap(),
+    ["topic.whitelist"] = topics,
+    ["bootstrap.with.offset"] = "earliest",
+    ["writer.file.path.type"] = "tablename",
+  }
+  for k, v in pairs(opts.props or {}) do
+    if v == H.UNSET then p[k] = nil else p[k] = v end
+  end
+  os.execute("mkdir -p " .. H.q(opts.dir))
+  local path = H.job_lua(opts.dir, p, opts.code)
+  if opts.prelude then spit(path, opts.prelude .. "\n" .. slurp(path)) end
+  return path
+end
+
+-- The text of spec/fixtures/NAME: job text that specs share.
+function H.fixture(name)
+  return assert(slurp(H.root .. "/spec/fixtures/" .. name), "no fixture " .. name)
+end
+
 -- Writes a Gobblin properties file with TEXT into DIR; returns its path.
 function H.job_pull(dir, text, name)
   local path = dir .. "/" .. (name or "job.pull")
@@ -527,11 +559,35 @@ function H.topic_with(name, lines)
   return topic
 end
 
--- Runs JOB in WORK and asserts that it succeeded; returns its log.
-function H.run_ok(job, work)
-  local code, _, err = H.run(job, work)
+-- Runs JOB in WORK (with ENV added) and asserts that it succeeded; returns its log.
+function H.run_ok(job, work, env)
+  local code, _, err = H.run(job, work, env)
   require("luassert").are.equal(0, code, err) -- busted's assert lives in the spec's environment, not here
   return err
+end
+
+-- Runs JOB in WORK (with ENV added) and asserts that it failed with exit status STATUS (default 1; not a crash)
+-- and one clear last line on stderr, `kingest: ...`, containing every string of NAMES (a list, may be nil);
+-- returns that line and the log.
+function H.run_fails(job, work, status, names, env)
+  local assert = require("luassert")
+  status = status or 1
+  local code, _, err = H.run(job, work, env)
+  assert.are.equal(status, code, "the run should fail with status " .. status .. ":\n" .. err)
+  local last = H.last_line(err)
+  assert.matches("^kingest: ", last, 1, false, "the last line of stderr should be the error:\n" .. err)
+  for _, name in ipairs(names or {}) do
+    assert.truthy(last:find(name, 1, true), ("the error should name %q: %s"):format(name, last))
+  end
+  return last, err
+end
+
+-- The epoch milliseconds of the job id of JOB's run whose LOG is given (`Starting job JOB (job_JOB_<ms>)`);
+-- asserts that the log has it.
+function H.job_ms(log, job)
+  local ms = log:match("Starting job " .. job .. " %(job_" .. job .. "_(%d+)%)")
+  require("luassert").is_not_nil(ms, "no job id in the log:\n" .. log)
+  return ms
 end
 
 return H
