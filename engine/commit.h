@@ -1,0 +1,31 @@
+/* commit.h: the commit phase: publishing the tasks' files and storing the new offsets, all or nothing and
+ * exactly once, with the journal that lets a later run finish a commit a killed run left under way (README,
+ * "Commit protocol"; docs/behaviour.md, section 8). */
+#ifndef KG_COMMIT_H
+#define KG_COMMIT_H
+
+#include "config.h"
+#include "fs.h"
+#include "state.h"
+#include "task.h"
+
+/* Publishes the files of the tasks that succeeded (job.commit.policy=successful commits those only; with full the
+ * job commits only when all did) from task output to their final place on FS, and stores their partitions' new
+ * offsets and statistics, under JOB_ID: first one transaction records every move and offset, then the files are
+ * renamed, then one transaction applies the offsets. A move that fails undoes the moves made and drops the record,
+ * so the run leaves no trace; a process killed in between leaves the record for kg_commit_recover. Returns KG_OK
+ * with *DURATION_MS, or the error of the step that failed. */
+int kg_commit(kg_state_t *state, kg_fs_t *fs, const char *job_id, const char *final_dir, const kg_task_t *tasks,
+              size_t ntasks, int64_t *duration_ms, char *errbuf);
+
+/* Finishes a commit an earlier run recorded but did not complete, moving its files on FS (the writer's file
+ * system). KG_OK when there was none. */
+int kg_commit_recover(kg_state_t *state, kg_fs_t *fs, char *errbuf);
+
+/* Removes what earlier runs of the job left in task.data.root.dir when they died (a killed run never cleans up);
+ * the folder of the run JOB_ID is kept. Their files were never published: a commit publishes from task output
+ * only, and an interrupted commit has been finished by kg_commit_recover. Call only while holding the job lock,
+ * so that no other run is using them. */
+void kg_commit_remove_dead_runs(const kg_config_t *config, kg_fs_t *fs, const char *job_id);
+
+#endif
