@@ -1095,17 +1095,17 @@ void kg_config_print_properties(FILE *out, bool markdown) {
       fputs(")", out);
     }
     if (markdown) {
-      fputs(" | ", out);
+      fputs(" |", out);
       if (p->required) {
-        fputs("required", out);
+        fputs(" required", out);
       } else if (p->def && !*p->def) {
-        fputs("empty", out);
+        fputs(" empty", out);
       } else if (p->def) {
-        fputs("`", out);
+        fputs(" `", out);
         print_value(out, p->def);
         fputs("`", out);
       } else if (p->def_doc) {
-        fputs(p->def_doc, out);
+        fprintf(out, " %s", p->def_doc);
       }
       fprintf(out, " | %s%s", p->mode == KG_MODE_MAPREDUCE ? "MapReduce only (a standalone run ignores it): " : "",
               p->doc);
