@@ -4,7 +4,11 @@
  * lands in and its doc. kg_config_new reads the rows in order with one loop (read_property); the few
  * properties a type cannot express have a setter next to the table, and the checks that span several keys
  * (unknown and misspelt keys, job.strict, the extract limits read together) are below it. `kingest
- * properties` prints the same rows, so the documented defaults are the ones the code uses. */
+ * properties` prints the same rows, so the documented defaults are the ones the code uses.
+ *
+ * Adding a property: a row where its check belongs in the order below, a field in kg_config_t when the engine
+ * reads the value (KG_FIELD), and the output of `kingest properties --markdown` pasted over README.md's table
+ * (readme_spec checks they agree; test_props checks the row). */
 #include "config.h"
 
 #include <limits.h>

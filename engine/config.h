@@ -131,7 +131,8 @@ struct kg_property {
    * the default. Takes ownership of VALUE->s. Returns KG_OK or KG_EINVAL with a message in ERRBUF. */
   int (*set)(kg_config_t *config, const kg_property_t *property, const char *key, kg_property_value_t *value,
              char *errbuf);
-  const char *part_of; /* read by the setter of this row (properties read together), not by the loop */
+  const char *part_of; /* the name of the row whose setter reads this one (properties read together); the
+                          loop skips it */
   kg_property_mode_t mode;
   const char *doc; /* one line */
 };

@@ -36,6 +36,7 @@ describe("README.md", function()
         break -- the first table of the section
       end
     end
+    assert.truthy(read(bin .. " properties --help"):find("\n      --markdown ", 1, true), "properties --help")
     local generated = read(bin .. " properties --markdown")
     assert.truthy(#rows > 30, "README.md's Job properties section has no table")
     assert.are.equal(generated, table.concat(rows, "\n") .. "\n",
