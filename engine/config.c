@@ -1,145 +1,540 @@
-/* config.c: the property registry, and turning a job's properties into a validated kg_config_t. */
+/* config.c: the property table, and turning a job's properties into a validated kg_config_t.
+ *
+ * Each property is one row of `properties` below: its type, default, limits, accepted names, the field it
+ * lands in and its doc. kg_config_new reads the rows in order with one loop (read_property); the few
+ * properties a type cannot express have a setter next to the table, and the checks that span several keys
+ * (unknown and misspelt keys, job.strict, the extract limits read together) are below it. `kingest
+ * properties` prints the same rows, so the documented defaults are the ones the code uses.
+ *
+ * Adding a property: a row where its check belongs in the order below, a field in kg_config_t when the engine
+ * reads the value (KG_FIELD), and the output of `kingest properties --markdown` pasted over README.md's table
+ * (readme_spec checks they agree; test_props checks the row). */
 #include "config.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
-static const kg_property_doc_t property_docs[] = {
-    {"job.name", NULL, "Name of the job: names its state, lock, metrics and task ids. Default: the job file's name.",
-     0},
-    {"job.group", NULL, "Group of the job (informational).", 0},
-    {"job.description", NULL, "Description of the job (informational).", 0},
-    {"job.lock.enabled", "true", "Refuse to start while another run of the same job holds the lock.", 0},
-    {"job.lock.dir", "<work dir>/locks", "Folder of the job lock files.", 0},
-    {"job.strict", "false",
-     "Refuse to run a job with properties kingest does not know or does not implement (kingest run --strict), "
-     "instead of a WARN for each.",
-     0},
-    {"kafka.brokers", NULL, "Comma-separated host:port list of Kafka brokers. Required.", 0},
-    {"topic.whitelist", ".*", "Comma-separated regexes (whole-name match) of the topics to pull.", 0},
-    {"topic.blacklist", "", "Comma-separated regexes of topics never to pull; wins over the whitelist.", 0},
-    {"bootstrap.with.offset", "latest", "Where a partition with no stored offset starts: earliest, latest, skip.", 0},
-    {"reset.on.offset.out.of.range", "nearest",
-     "What to do when the stored offset is outside the broker's range: earliest, latest, nearest, skip.", 0},
-    {"topics.move.to.latest.offset", "", "Comma-separated topic names (or all) that always start at the latest offset.",
-     0},
-    {"kafka.new.partition.offset", "earliest",
-     "Where a new partition of a topic the job already pulls starts: earliest, latest, or bootstrap (follow "
-     "bootstrap.with.offset).",
-     0},
-    {"topic.missing.policy", "warn",
-     "A topic.whitelist name that matches no topic on the broker, or a stored partition the broker no longer has: "
-     "warn, or fail (the run fails before anything is pulled).",
-     0},
-    {"source.class", "gobblin.source.extractor.extract.kafka.KafkaSimpleSource",
-     "KafkaSimpleSource (the record's payload as bytes).", 0},
-    {"extract.namespace", "", "Namespace of the extract; used by writer.file.path.type=namespace_table and default.",
-     0},
-    {"writer.builder.class", "gobblin.writer.SimpleDataWriterBuilder", "SimpleDataWriterBuilder.", 0},
-    {"writer.destination.type", "HDFS", "HDFS or LOCAL; standalone runs write to the local file system.", 0},
-    {"writer.output.format", "txt", "Output file extension for the simple writer (txt, json, csv).", 0},
-    {"writer.file.path.type", "default", "Output sub-path: tablename, namespace_table or default.", 0},
-    {"writer.fs.uri", "file:///", "File system of the writer; file:/// in standalone mode.", 0},
-    {"simple.writer.delimiter", "\\n", "Bytes written after each record; empty for none.", 0},
-    {"simple.writer.prepend.size", "false", "Write each record's length as 8 big-endian bytes before it.", 0},
-    {"data.publisher.type", "gobblin.publisher.BaseDataPublisher", "BaseDataPublisher.", 0},
-    {"data.publisher.final.dir", "<work dir>/job-output", "Where published files go.", 0},
-    {"task.data.root.dir", "<work dir>/task-data", "Root of task staging and task output.", 0},
-    {"state.store.dir", "<work dir>/state-store", "Folder of the job's state database.", 0},
-    {"state.store.fs.uri", "file:///", "File system of the state store; file:/// in standalone mode.", 0},
-    {"fs.uri", "file:///", "Default file system; file:/// in standalone mode.", 0},
-    {"mr.job.max.mappers", "100", "Number of tasks the work units are packed into.", 0},
-    {"job.fail.on.partial", "false",
-     "A run that committed but stopped short of some partitions' high watermarks (fetch errors) exits with status 4 "
-     "instead of 0.",
-     0},
-    {"job.commit.policy", "full",
-     "full: publish only when every task succeeded; successful: publish and commit the tasks that succeeded.", 0},
-    {"extract.limit.enabled", "false", "Limit each task by time, rate or count (extract.limit.type).", 0},
-    {"extract.limit.type", NULL, "time, rate or count; pool is refused.", 0},
-    {"extract.limit.time.limit", NULL,
-     "type=time: the task's time budget, shared fairly by its partitions (also extract.limit.timeLimit).", 0},
-    {"extract.limit.time.limit.timeunit", "seconds", "Unit of the time limit (also extract.limit.timeLimitTimeunit).",
-     0},
-    {"extract.limit.rate.limit", NULL, "type=rate: records per time unit per task (also extract.limit.rateLimit).", 0},
-    {"extract.limit.rate.limit.timeunit", "seconds", "Unit of the rate limit (also extract.limit.rateLimitTimeunit).",
-     0},
-    {"extract.limit.count.limit", NULL,
-     "type=count: records per task, shared fairly by its partitions (also extract.limit.countLimit).", 0},
-    {"extract.limit.timeLimit", NULL, "Gobblin's newer name of extract.limit.time.limit.", 0},
-    {"extract.limit.timeLimitTimeunit", NULL, "Gobblin's newer name of extract.limit.time.limit.timeunit.", 0},
-    {"extract.limit.rateLimit", NULL, "Gobblin's newer name of extract.limit.rate.limit.", 0},
-    {"extract.limit.rateLimitTimeunit", NULL, "Gobblin's newer name of extract.limit.rate.limit.timeunit.", 0},
-    {"extract.limit.countLimit", NULL, "Gobblin's newer name of extract.limit.count.limit.", 0},
-    {"kafka.workunit.packer.type", "SINGLE_LEVEL",
-     "SINGLE_LEVEL (worst-fit-decreasing; a topic's empty units merged) or BI_LEVEL (per-topic groups first).", 0},
-    {"workunit.pre.grouping.size.factor", "3.0", "BI_LEVEL: first-level groups hold total/(factor x N).", 0},
-    {"kafka.workunit.size.estimator.type", "AVG_RECORD_TIME",
-     "How work units are sized for packing: AVG_RECORD_TIME, AVG_RECORD_SIZE, or CUSTOM (estimateSize in job.lua).", 0},
-    {"taskexecutor.threadpool.size", "<cores>", "Tasks run at once in standalone mode.", 0},
-    {"metrics.enabled", "true", "Accepted for Gobblin compatibility; kingest always counts its metrics.", 0},
-    {"metrics.reporting.file.enabled", "false", "Write a metrics file for each run.", 0},
-    {"metrics.log.dir", "<work dir>/metrics", "Folder of the metrics files.", 0},
-    {"metrics.reporting.file.suffix", "", "Extension of the metrics file.", 0},
-    {"metrics.report.interval", "30000",
-     "Milliseconds between interim reports (records read and written per task) in the metrics file during a run.", 0},
-    {"kafka.metadata.timeout.ms", "15000", "Longest wait for the brokers to answer a metadata or offset query.", 0},
-    {"kafka.fetch.timeout.ms", "30000", "Longest wait for the next record of a partition's range.", 0},
-    {"kafka.fetch.batch.size", "1000", "Records handed to the script per call.", 0},
-    {"kafka.consumer.*", NULL,
-     "Passed to librdkafka as the property after the prefix (e.g. kafka.consumer.security.protocol); the settings "
-     "kingest relies on (enable.partition.eof, auto.offset.reset, enable.auto.commit, enable.auto.offset.store, "
-     "offset.store.method, bootstrap.servers, metadata.broker.list, group.id, group.instance.id) are refused.",
-     0},
-    {"decode.error.policy", "skip",
-     "A record whose decodeRecord or a converter fails: skip (counted), fail, or quarantine (written with its error to "
-     "<FP>/_errors).",
-     0},
-    {"task.skip.error.records", NULL,
-     "How many records that failed in the script (skipped or quarantined) a task may have; -1 unlimited. Not set: "
-     "a converter failure fails the task (as in Gobblin), decodeRecord failures are bounded by decode.error.max.ratio "
-     "only.",
-     0},
-    {"decode.error.max.ratio", "0.1",
-     "Largest share of a task's records that may fail in the script (skipped or quarantined); above it the task "
-     "fails and no offset moves. 1 for no limit.",
-     0},
-    {"progress.interval.ms", "5000", "Milliseconds between progress lines in a log (not a terminal); 0 for none.", 0},
-    {"script.batch.timeout.ms", "60000",
-     "Longest time one batch may spend in the script; a script past it is stopped and the run fails.", 0},
-    {"task.maxretries", "0", "Retries of a failed task (accepted; not used).", 0},
-    {"mr.job.root.dir", NULL, "Working folder of MapReduce runs.", 1},
-    {"mr.job.lock.dir", NULL, "Lock folder of MapReduce runs.", 1},
-    {"mr.include.task.counters", NULL, "MapReduce counters per task.", 1},
-    {"mr.job.max.mappers.per.node", NULL, "MapReduce mapper spread.", 1},
-    {"mapreduce.job.queuename", NULL, "MapReduce queue.", 1},
-    {"mapreduce.map.memory.mb", NULL, "MapReduce mapper memory.", 1},
-    {"mapreduce.map.java.opts", NULL, "MapReduce mapper JVM options.", 1},
-    {"mapred.job.queue.name", NULL, "MapReduce queue.", 1},
-    {"launcher.type", "LOCAL", "LOCAL (standalone) or MAPREDUCE.", 0},
-};
+/* Where a row's value lands: the field of kg_config_t and its size. */
+#define KG_FIELD(f) .offset = offsetof(kg_config_t, f), .size = sizeof(((kg_config_t *)0)->f)
 
-const kg_property_doc_t *kg_config_property_docs(size_t *count) {
-  *count = sizeof property_docs / sizeof property_docs[0];
-  return property_docs;
+static const char *origin_of(const kg_props_t *p, const char *key) {
+  const char *o = kg_props_origin(p, key);
+  return o ? o : "job";
 }
 
-static const kg_property_doc_t *doc_for(const char *name) {
-  size_t n;
-  const kg_property_doc_t *docs = kg_config_property_docs(&n);
-  for (size_t i = 0; i < n; i++) {
-    size_t len = strlen(docs[i].name);
-    if (len > 2 && !strcmp(docs[i].name + len - 2, ".*")) {
-      if (!strncmp(name, docs[i].name, len - 1)) return &docs[i];
-    } else if (!strcmp(name, docs[i].name)) {
-      return &docs[i];
+/* The values of the enum and class rows, in the order of their C enums. */
+static const char *const bootstrap_values[] = {"earliest", "latest", "skip", NULL};
+static const char *const reset_values[] = {"earliest", "latest", "nearest", "skip", NULL};
+static const char *const new_partition_values[] = {"earliest", "latest", "bootstrap", NULL};
+static const char *const missing_values[] = {"warn", "fail", NULL};
+static const char *const sources[] = {"KafkaSimpleSource", NULL};
+static const char *const writers[] = {"SimpleDataWriterBuilder", NULL};
+static const char *const publishers[] = {"BaseDataPublisher", NULL};
+static const char *const launchers[] = {"LOCAL", NULL};
+static const char *const destinations[] = {"HDFS", "LOCAL", NULL};
+static const char *const formats[] = {"txt", "json", "csv", NULL};
+static const char *const path_types[] = {"tablename", "namespace_table", "default", NULL};
+static const char *const error_policies[] = {"skip", "fail", "quarantine", NULL};
+static const char *const estimators[] = {"AVG_RECORD_TIME", "AVG_RECORD_SIZE", "CUSTOM", NULL};
+static const char *const packers[] = {"SINGLE_LEVEL", "BI_LEVEL", NULL};
+static const char *const limit_types[] = {"time", "rate", "count", NULL};
+static const char *const time_units[] = {"milliseconds", "seconds", "minutes", "hours", "days", NULL};
+static const char *const commit_policies[] = {"full", "successful", NULL};
+
+/* The setters and computed defaults of the odd rows, defined below the table. */
+static char *default_job_name(const kg_config_t *c);
+static char *default_threads(const kg_config_t *c);
+static int set_job_name(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
+static int set_output_format(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                             char *errbuf);
+static int set_delimiter(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
+static int set_skip_errors(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                           char *errbuf);
+static int set_limits(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
+
+/* Rows are read in this order, so when a job has several bad values, the first row's error is the one
+ * reported. job.name comes first: the job's identity is checked before the work dir that roots the paths. */
+static const kg_property_t properties[] = {
+    /* The job. */
+    {.name = "job.name",
+     .type = KG_PROP_STRING,
+     .def_doc = "the job file's name",
+     .empty_is_default = true,
+     .computed = default_job_name,
+     .set = set_job_name,
+     .doc = "Names the job's state database, lock, metrics file, job and task ids; it may not contain `/`."},
+    {.name = "job.group", .type = KG_PROP_STRING, .doc = "Group of the job (informational)."},
+    {.name = "job.description", .type = KG_PROP_STRING, .doc = "Description of the job (informational)."},
+    {.name = "job.strict",
+     .type = KG_PROP_BOOL,
+     .def = "false",
+     .doc = "Refuse a job with properties kingest does not know or does not implement (see [Job files](#job-files)) "
+            "instead of a WARN for each; `kingest run --strict` sets it."},
+
+    /* Kafka. */
+    {.name = "kafka.brokers",
+     .type = KG_PROP_STRING,
+     .required = "comma-separated host:port list",
+     KG_FIELD(brokers),
+     .doc = "Comma-separated `host:port` list of the Kafka brokers."},
+    {.name = "topic.whitelist",
+     .type = KG_PROP_STRING,
+     .def = "",
+     KG_FIELD(topic_whitelist),
+     .doc = "Comma-separated regular expressions matching whole topic names (POSIX extended syntax; Java's `\\d` and "
+            "`\\D` work too, so Gobblin patterns carry over); empty for every topic."},
+    {.name = "topic.blacklist",
+     .type = KG_PROP_STRING,
+     .def = "",
+     KG_FIELD(topic_blacklist),
+     .doc = "Same; a blacklisted topic is never pulled, whatever the whitelist says."},
+    {.name = "topics.move.to.latest.offset",
+     .type = KG_PROP_STRING,
+     .def = "",
+     KG_FIELD(move_to_latest),
+     .doc = "Comma-separated topic names (not regexes), or `all`, that always start at the latest offset."},
+    {.name = "bootstrap.with.offset",
+     .type = KG_PROP_ENUM,
+     .def = "latest",
+     .names = bootstrap_values,
+     KG_FIELD(bootstrap),
+     .doc = "Where a partition with no stored offset starts: `earliest`, `latest`, or `skip` (not pulled, nothing "
+            "stored)."},
+    {.name = "reset.on.offset.out.of.range",
+     .type = KG_PROP_ENUM,
+     .def = "nearest",
+     .names = reset_values,
+     KG_FIELD(reset),
+     .doc = "When the stored offset is outside the broker's range, or the partition's log was recreated (see [What a "
+            "run does](#what-a-run-does)): `earliest`, `latest`, `nearest` (earliest when below the range, latest when "
+            "above; earliest for a recreated log), or `skip` (not pulled, stored offset kept)."},
+    {.name = "kafka.new.partition.offset",
+     .type = KG_PROP_ENUM,
+     .def = "earliest",
+     .names = new_partition_values,
+     KG_FIELD(new_partition),
+     .doc = "Where a partition with no stored offset starts when the job already pulls its topic (the state has "
+            "another partition of it): `earliest`, `latest`, or `bootstrap` (follow `bootstrap.with.offset`). Records "
+            "written to a partition the job has never seen are new data; such partitions are named in a WARN."},
+    {.name = "topic.missing.policy",
+     .type = KG_PROP_ENUM,
+     .def = "warn",
+     .names = missing_values,
+     KG_FIELD(missing_topics),
+     .doc = "A `topic.whitelist` entry that is a plain name (letters, digits, `.`, `_`, `-`) of no topic on the "
+            "broker, or a stored partition of a selected topic that the broker no longer has: `warn` (a WARN for "
+            "each, with `did you mean` from the broker's topics; stored offsets are kept), or `fail` (the run, and "
+            "`kingest plan`, fail before anything is pulled)."},
+    {.name = "kafka.metadata.timeout.ms",
+     .type = KG_PROP_INT,
+     .def = "15000",
+     .min = 100,
+     .max = 3600000,
+     KG_FIELD(metadata_timeout_ms),
+     .doc = "Longest wait for the brokers to answer a metadata or offset query. Errors that may pass (a leader moving "
+            "or not yet elected, a topic just created, a broker not answering) are retried with a short backoff until "
+            "this is used up; then the run fails, naming the last error and the time spent."},
+    {.name = "kafka.fetch.timeout.ms",
+     .type = KG_PROP_INT,
+     .def = "30000",
+     .min = 100,
+     .max = 3600000,
+     KG_FIELD(fetch_timeout_ms),
+     .doc = "Longest wait for the next record of a partition's range before moving on."},
+    {.name = "kafka.fetch.batch.size",
+     .type = KG_PROP_INT,
+     .def = "1000",
+     .min = 1,
+     .max = 1000000,
+     KG_FIELD(batch_size),
+     .doc = "Records handed to the script per call."},
+    {.name = "kafka.consumer.*",
+     .type = KG_PROP_STRING,
+     .doc = "Passed to librdkafka as `<name>` (security settings, `fetch.wait.max.ms`, `isolation.level` and the "
+            "like). The settings kingest relies on are refused with an error naming the property: "
+            "`enable.partition.eof` (how a partition's end is seen), `auto.offset.reset` (use "
+            "`reset.on.offset.out.of.range`), `enable.auto.commit`, `auto.commit.enable`, `enable.auto.offset.store`, "
+            "`offset.store.method` (kingest stores offsets in its state database), `bootstrap.servers`, "
+            "`metadata.broker.list` (use `kafka.brokers`), `group.id`, `group.instance.id` (kingest joins no consumer "
+            "group)."},
+
+    /* Source, writer and publisher. */
+    {.name = "source.class",
+     .type = KG_PROP_CLASS,
+     .def = "gobblin.source.extractor.extract.kafka.KafkaSimpleSource",
+     .names = sources,
+     .doc = "`KafkaSimpleSource`: the record's payload as bytes."},
+    {.name = "writer.builder.class",
+     .type = KG_PROP_CLASS,
+     .def = "gobblin.writer.SimpleDataWriterBuilder",
+     .names = writers,
+     .doc = "`SimpleDataWriterBuilder`: the simple writer."},
+    {.name = "data.publisher.type",
+     .type = KG_PROP_CLASS,
+     .def = "gobblin.publisher.BaseDataPublisher",
+     .names = publishers,
+     .doc = "`BaseDataPublisher`: moves task output to the final folder."},
+    {.name = "launcher.type",
+     .type = KG_PROP_ENUM,
+     .def = "LOCAL",
+     .names = launchers,
+     .doc = "`LOCAL`: standalone runs."},
+    {.name = "writer.destination.type",
+     .type = KG_PROP_ENUM,
+     .def = "HDFS",
+     .names = destinations,
+     .doc = "`HDFS` or `LOCAL`; a standalone run writes to the local file system."},
+    {.name = "writer.fs.uri",
+     .type = KG_PROP_FS_URI,
+     .def = "file:///",
+     .doc = "File system of the writer: must be local in standalone mode; an `hdfs://` URI is an error."},
+    {.name = "fs.uri",
+     .type = KG_PROP_FS_URI,
+     .def = "file:///",
+     .doc = "Default file system: must be local in standalone mode; an `hdfs://` URI is an error."},
+    {.name = "state.store.fs.uri",
+     .type = KG_PROP_FS_URI,
+     .def = "file:///",
+     .doc = "File system of the state store: must be local in standalone mode; an `hdfs://` URI is an error."},
+    {.name = "writer.output.format",
+     .type = KG_PROP_ENUM,
+     .def = "txt",
+     .names = formats,
+     .set = set_output_format,
+     .doc = "File extension: `txt`, `json` or `csv`."},
+    {.name = "writer.file.path.type",
+     .type = KG_PROP_ENUM,
+     .def = "default",
+     .names = path_types,
+     KG_FIELD(path_type),
+     .doc = "Output sub-path: `tablename` (the topic), `namespace_table` (namespace with dots as slashes, then the "
+            "topic), `default` (namespace/topic/`<yyyyMMddHHmmss>_append`)."},
+    {.name = "extract.namespace",
+     .type = KG_PROP_STRING,
+     .def = "",
+     KG_FIELD(extract_namespace),
+     .doc = "Used by `writer.file.path.type` `namespace_table` and `default`."},
+    /* A .pull file's \n is unescaped by the properties reader; a job.lua's string is taken as it is. */
+    {.name = "simple.writer.delimiter",
+     .type = KG_PROP_STRING,
+     .def = "\n",
+     .set = set_delimiter,
+     .doc = "Bytes written after each record; empty for none."},
+    {.name = "simple.writer.prepend.size",
+     .type = KG_PROP_BOOL,
+     .def = "false",
+     KG_FIELD(prepend_size),
+     .doc = "Write each record's length as 8 big-endian bytes before it."},
+
+    /* Records that fail in the script. */
+    {.name = "decode.error.policy",
+     .type = KG_PROP_ENUM,
+     .def = "skip",
+     .names = error_policies,
+     KG_FIELD(decode_errors),
+     .doc = "A record on which `decodeRecord` or a converter fails: `skip` (counted, first 5 per partition logged), "
+            "`fail` (the task fails), `quarantine` (written with its error to `<FP>/_errors`). See "
+            "[Scripting](#scripting)."},
+    {.name = "task.skip.error.records",
+     .type = KG_PROP_INT,
+     .def_doc = "not set",
+     .min = -1,
+     .max = INT64_MAX,
+     .set = set_skip_errors,
+     .doc = "How many records that failed in the script (skipped or quarantined) a task may have before it fails; "
+            "`-1` for no limit. Not set: a converter failure fails the task, as in Gobblin, and `decodeRecord` "
+            "failures are bounded by `decode.error.max.ratio` only. See [the error budget](#the-error-budget)."},
+    {.name = "decode.error.max.ratio",
+     .type = KG_PROP_DOUBLE,
+     .def = "0.1",
+     .dmin = 0,
+     .dmax = 1,
+     KG_FIELD(error_max_ratio),
+     .doc = "The largest share of a task's records that may fail in the script (skipped or quarantined); above it the "
+            "task fails and no offset moves. `1` for no limit."},
+    {.name = "script.batch.timeout.ms",
+     .type = KG_PROP_INT,
+     .def = "60000",
+     .min = 10,
+     .max = INT64_MAX,
+     KG_FIELD(batch_timeout_ms),
+     .doc = "Longest time one batch may spend in the script; past it the script is stopped and the run fails."},
+    {.name = "progress.interval.ms",
+     .type = KG_PROP_INT,
+     .def = "5000",
+     .min = 0,
+     .max = INT64_MAX,
+     KG_FIELD(progress_interval_ms),
+     .doc = "When stderr is not a terminal, a progress line per running task this often; 0 for none."},
+
+    /* Planning and packing. */
+    {.name = "kafka.workunit.size.estimator.type",
+     .type = KG_PROP_ENUM,
+     .def = "AVG_RECORD_TIME",
+     .names = estimators,
+     KG_FIELD(estimator),
+     .doc = "How work units are sized for packing: `AVG_RECORD_TIME` (range × the topic's geometric mean of stored "
+            "ms per record), `AVG_RECORD_SIZE` (range × the partition's stored average record size, 1024 without "
+            "history), `CUSTOM` (`estimateSize` in job.lua)."},
+    {.name = "kafka.workunit.packer.type",
+     .type = KG_PROP_ENUM,
+     .def = "SINGLE_LEVEL",
+     .names = packers,
+     KG_FIELD(packer),
+     .doc = "`SINGLE_LEVEL` or `BI_LEVEL`; see [Packing](#packing)."},
+    {.name = "workunit.pre.grouping.size.factor",
+     .type = KG_PROP_DOUBLE,
+     .def = "3.0",
+     .dmin = 0.1,
+     .dmax = 1000,
+     KG_FIELD(pre_grouping_factor),
+     .doc = "`BI_LEVEL`: the first level makes groups of at most total/(factor × N)."},
+
+    /* Extract limits: read together by set_limits, when enabled. */
+    {.name = "extract.limit.enabled",
+     .type = KG_PROP_BOOL,
+     .def = "false",
+     .set = set_limits,
+     .doc = "Limit each task; see [Extract limits](#extract-limits)."},
+    {.name = "extract.limit.type",
+     .type = KG_PROP_ENUM,
+     .names = limit_types,
+     .part_of = "extract.limit.enabled",
+     .doc = "`time`, `rate` or `count`; `pool` is refused with an error."},
+    {.name = "extract.limit.time.limit",
+     .alias = "extract.limit.timeLimit",
+     .type = KG_PROP_DOUBLE,
+     .part_of = "extract.limit.enabled",
+     .doc = "The task's time budget, at least 1 second."},
+    {.name = "extract.limit.time.limit.timeunit",
+     .alias = "extract.limit.timeLimitTimeunit",
+     .type = KG_PROP_ENUM,
+     .def = "seconds",
+     .names = time_units,
+     .part_of = "extract.limit.enabled",
+     .doc = "Unit of the time limit: `milliseconds`, `seconds`, `minutes`, `hours` or `days`."},
+    {.name = "extract.limit.rate.limit",
+     .alias = "extract.limit.rateLimit",
+     .type = KG_PROP_DOUBLE,
+     .part_of = "extract.limit.enabled",
+     .doc = "Records per time unit per task, at least 1 per hour."},
+    {.name = "extract.limit.rate.limit.timeunit",
+     .alias = "extract.limit.rateLimitTimeunit",
+     .type = KG_PROP_ENUM,
+     .def = "seconds",
+     .names = time_units,
+     .part_of = "extract.limit.enabled",
+     .doc = "Unit of the rate limit: `milliseconds`, `seconds`, `minutes`, `hours` or `days`."},
+    {.name = "extract.limit.count.limit",
+     .alias = "extract.limit.countLimit",
+     .type = KG_PROP_INT,
+     .min = 1,
+     .max = INT64_MAX,
+     .part_of = "extract.limit.enabled",
+     .doc = "Records per task."},
+
+    /* Commit. */
+    {.name = "job.commit.policy",
+     .type = KG_PROP_ENUM,
+     .def = "full",
+     .names = commit_policies,
+     KG_FIELD(commit_policy),
+     .doc = "`full`: publish only when every task succeeded; `successful`: publish and commit the tasks that "
+            "succeeded (the run still exits non-zero)."},
+    {.name = "job.fail.on.partial",
+     .type = KG_PROP_BOOL,
+     .def = "false",
+     KG_FIELD(fail_on_partial),
+     .doc = "A run that committed but whose fetch errors stopped partitions short of their high watermark exits with "
+            "status 4 instead of 0 (it is `PARTIAL` in the history either way)."},
+
+    /* Tasks. */
+    {.name = "mr.job.max.mappers",
+     .type = KG_PROP_INT,
+     .def = "100",
+     .min = 1,
+     .max = 100000,
+     KG_FIELD(max_mappers),
+     .doc = "Number of tasks (N) the work units are packed into."},
+    {.name = "taskexecutor.threadpool.size",
+     .type = KG_PROP_INT,
+     .def_doc = "number of cores",
+     .min = 1,
+     .max = 1024,
+     .computed = default_threads,
+     KG_FIELD(threadpool_size),
+     .doc = "Tasks run at once, each on its own thread with its own Kafka consumer and Lua state."},
+    {.name = "task.maxretries",
+     .type = KG_PROP_STRING,
+     .def = "0",
+     .doc = "Accepted; failed tasks are not retried within a run."},
+
+    /* Locations. */
+    {.name = "state.store.dir",
+     .type = KG_PROP_PATH,
+     .def = "<work dir>/state-store",
+     .empty_is_default = true,
+     KG_FIELD(state_store_dir),
+     .doc = "Folder of the job's state database."},
+    {.name = "task.data.root.dir",
+     .type = KG_PROP_PATH,
+     .def = "<work dir>/task-data",
+     .empty_is_default = true,
+     KG_FIELD(task_data_root),
+     .doc = "Root of task staging and task output."},
+    {.name = "data.publisher.final.dir",
+     .type = KG_PROP_PATH,
+     .def = "<work dir>/job-output",
+     .empty_is_default = true,
+     KG_FIELD(final_dir),
+     .doc = "Where published files go."},
+    {.name = "job.lock.dir",
+     .type = KG_PROP_PATH,
+     .def = "<work dir>/locks",
+     .empty_is_default = true,
+     KG_FIELD(lock_dir),
+     .doc = "Folder of the lock files."},
+    {.name = "job.lock.enabled",
+     .type = KG_PROP_BOOL,
+     .def = "true",
+     KG_FIELD(lock_enabled),
+     .doc = "Refuse to start while another run of the same job holds the lock."},
+
+    /* Metrics. */
+    {.name = "metrics.reporting.file.enabled",
+     .type = KG_PROP_BOOL,
+     .def = "false",
+     KG_FIELD(metrics_enabled),
+     .doc = "Write a metrics file for each run."},
+    {.name = "metrics.log.dir",
+     .type = KG_PROP_PATH,
+     .def = "<work dir>/metrics",
+     .empty_is_default = true,
+     KG_FIELD(metrics_dir),
+     .doc = "Folder of the metrics files."},
+    {.name = "metrics.reporting.file.suffix",
+     .type = KG_PROP_STRING,
+     .def = "",
+     KG_FIELD(metrics_suffix),
+     .doc = "Extension of the metrics file."},
+    {.name = "metrics.report.interval",
+     .type = KG_PROP_INT,
+     .def = "30000",
+     .min = 100,
+     .max = INT64_MAX,
+     KG_FIELD(metrics_interval_ms),
+     .doc = "Milliseconds between interim reports in the metrics file during a run (records read and written, bytes "
+            "written, per task)."},
+    {.name = "metrics.enabled",
+     .type = KG_PROP_STRING,
+     .def = "true",
+     .doc = "Accepted for Gobblin compatibility; metrics are always counted."},
+
+    /* MapReduce only: a standalone run accepts and ignores them. */
+    {.name = "mr.job.root.dir", .mode = KG_MODE_MAPREDUCE, .doc = "Working folder of MapReduce runs."},
+    {.name = "mr.job.lock.dir", .mode = KG_MODE_MAPREDUCE, .doc = "Lock folder of MapReduce runs."},
+    {.name = "mr.include.task.counters", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce counters per task."},
+    {.name = "mr.job.max.mappers.per.node", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce mapper spread."},
+    {.name = "mapreduce.job.queuename", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce queue."},
+    {.name = "mapreduce.map.memory.mb", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce mapper memory."},
+    {.name = "mapreduce.map.java.opts", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce mapper JVM options."},
+    {.name = "mapred.job.queue.name", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce queue."},
+};
+
+const kg_property_t *kg_config_properties(size_t *count) {
+  *count = sizeof properties / sizeof properties[0];
+  return properties;
+}
+
+const kg_property_t *kg_config_property(const char *name) {
+  for (size_t i = 0; i < sizeof properties / sizeof properties[0]; i++) {
+    const kg_property_t *p = &properties[i];
+    size_t len = strlen(p->name);
+    if (len > 2 && !strcmp(p->name + len - 2, ".*")) {
+      if (!strncmp(name, p->name, len - 1)) return p;
+    } else if (!strcmp(name, p->name) || (p->alias && !strcmp(name, p->alias))) {
+      return p;
     }
   }
   return NULL;
+}
+
+/* The job file's name without its folder and extension. */
+static char *default_job_name(const kg_config_t *c) {
+  const char *base = strrchr(c->job_file, '/');
+  base = base ? base + 1 : c->job_file;
+  const char *dot = strrchr(base, '.');
+  return dot && dot != base ? kg_xstrndup(base, (size_t)(dot - base)) : kg_xstrdup(base);
+}
+
+/* The number of cores online (2 when unknown), at most the row's maximum. */
+static char *default_threads(const kg_config_t *c) {
+  (void)c;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t max = kg_config_property("taskexecutor.threadpool.size")->max;
+  return kg_xasprintf("%lld", (long long)(cores <= 0 ? 2 : cores > max ? max : cores));
+}
+
+/* The job name names files, so it may not hold a folder separator or a control character. */
+static int set_job_name(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf) {
+  (void)key;
+  c->job_name = v->s;
+  for (const char *s = c->job_name; *s; s++)
+    if (*s == '/' || *s == '\\' || (unsigned char)*s < 32)
+      return kg_fail(errbuf, KG_EINVAL, "%s: invalid job.name '%s': it names files, so it may not contain '/'",
+                     origin_of(c->props, p->name), c->job_name);
+  return KG_OK;
+}
+
+/* The format is kept as its lower-case name: it is the output files' extension. */
+static int set_output_format(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                             char *errbuf) {
+  (void)key, (void)errbuf;
+  c->output_format = kg_xstrdup(p->names[v->e]);
+  return KG_OK;
+}
+
+static int set_delimiter(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                         char *errbuf) {
+  (void)p, (void)key, (void)errbuf;
+  c->delimiter = v->s;
+  c->delimiter_len = strlen(v->s);
+  return KG_OK;
+}
+
+/* Given at all, the limit bounds every script failure; not given, converter and decode failures differ. */
+static int set_skip_errors(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                           char *errbuf) {
+  (void)p, (void)key, (void)errbuf;
+  c->skip_error_limit = v->i;
+  c->skip_error_limit_set = true;
+  return KG_OK;
+}
+
+/* Reads a string of at most SIZE - 1 bytes into BUF with the blanks around it removed. */
+static char *trimmed(const char *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", value);
+  return kg_strtrim(buf);
+}
+
+/* Makes PATH absolute against the current directory; returns a new string. */
+static char *absolute(const char *path) {
+  if (path[0] == '/') return kg_xstrdup(path);
+  if (!strncmp(path, "file://", 7)) return absolute(path + 7);
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return kg_xstrdup(path);
+  return kg_xasprintf("%s/%s", cwd, path);
+}
+
+/* The class name's last dotted component, so that gobblin.x.Foo and org.apache.gobblin.x.Foo both match. */
+static const char *simple_name(const char *cls) {
+  const char *dot = strrchr(cls, '.');
+  return dot ? dot + 1 : cls;
 }
 
 /* Gobblin properties kingest does not read. The first row that matches a key decides: a row with a VALUE
@@ -233,20 +628,23 @@ static const struct {
                           "state database, not in the group; remove it"},
 };
 
-/* A documented property within two edits of NAME (a likely typo), or NULL; with STANDALONE_ONLY, only those
- * a standalone run reads. One that differs only in case is the likeliest. */
+/* A property of the table (by name or alias) within two edits of NAME (a likely typo), or NULL; with
+ * STANDALONE_ONLY, only those a standalone run reads. One that differs only in case is the likeliest. */
 static const char *nearest_property(const char *name, bool standalone_only) {
-  size_t n;
-  const kg_property_doc_t *docs = kg_config_property_docs(&n);
   const char *best = NULL;
   size_t best_d = 3;
-  for (size_t i = 0; i < n; i++) {
-    if (strchr(docs[i].name, '*') || (standalone_only && docs[i].mode == 1)) continue;
-    if (!strcasecmp(name, docs[i].name)) return docs[i].name;
-    size_t d = kg_edit_distance(name, docs[i].name, 2);
-    if (d < best_d) {
-      best_d = d;
-      best = docs[i].name;
+  for (size_t i = 0; i < sizeof properties / sizeof properties[0]; i++) {
+    const kg_property_t *p = &properties[i];
+    if (strchr(p->name, '*') || (standalone_only && p->mode == KG_MODE_MAPREDUCE)) continue;
+    for (int k = 0; k < 2; k++) {
+      const char *candidate = k ? p->alias : p->name;
+      if (!candidate) continue;
+      if (!strcasecmp(name, candidate)) return candidate;
+      size_t d = kg_edit_distance(name, candidate, 2);
+      if (d < best_d) {
+        best_d = d;
+        best = candidate;
+      }
     }
   }
   return best;
@@ -296,105 +694,135 @@ int kg_config_parse_enum(const char *property, const char *origin, const char *v
   return -1;
 }
 
-void kg_config_destroy(kg_config_t *c) {
-  if (!c) return;
-  kg_props_destroy(c->props);
-  char **strings[] = {&c->job_file,    &c->job_name,          &c->job_group,       &c->job_description,
-                      &c->brokers,     &c->topic_whitelist,   &c->topic_blacklist, &c->move_to_latest,
-                      &c->work_dir,    &c->state_store_dir,   &c->task_data_root,  &c->final_dir,
-                      &c->lock_dir,    &c->extract_namespace, &c->output_format,   &c->delimiter,
-                      &c->metrics_dir, &c->metrics_suffix,    &c->source};
-  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
-    free(*strings[i]);
-  free(c);
-}
-
-/* Reads an optional string property, with a default (may be NULL). Returns a new string or NULL. */
-static char *str_prop(const kg_props_t *p, const char *key, const char *def) {
-  const char *v = kg_props_get(p, key);
-  if (v) return kg_xstrdup(v);
-  return def ? kg_xstrdup(def) : NULL;
-}
-
-static const char *origin_of(const kg_props_t *p, const char *key) {
-  const char *o = kg_props_origin(p, key);
-  return o ? o : "job";
-}
-
-static int int_prop(const kg_props_t *p, const char *key, int64_t def, int64_t min, int64_t max, int64_t *out,
-                    char *errbuf) {
-  const char *v = kg_props_get(p, key);
-  if (!v) {
-    *out = def;
-    return KG_OK;
-  }
-  char tmp[64];
-  snprintf(tmp, sizeof tmp, "%s", v);
-  int64_t n;
-  if (!kg_parse_int64(kg_strtrim(tmp), &n) || n < min || n > max)
-    return kg_fail(errbuf, KG_EINVAL,
-                   "%s: invalid value '%s' for property %s: expected a whole number from %lld to %lld",
-                   origin_of(p, key), v, key, (long long)min, (long long)max);
-  *out = n;
-  return KG_OK;
-}
-
-static int double_prop(const kg_props_t *p, const char *key, double def, double min, double max, double *out,
-                       char *errbuf) {
-  const char *v = kg_props_get(p, key);
-  if (!v) {
-    *out = def;
-    return KG_OK;
-  }
+int kg_property_parse(const kg_property_t *p, const char *key, const char *origin, const char *value,
+                      const char *work_dir, kg_property_value_t *out, char *errbuf) {
+  char tmp[512];
   char *end;
-  double d = strtod(v, &end);
-  while (*end == ' ' || *end == '\t')
-    end++;
-  if (end == v || *end || !(d >= min && d <= max))
-    return kg_fail(errbuf, KG_EINVAL, "%s: invalid value '%s' for property %s: expected a number from %g to %g",
-                   origin_of(p, key), v, key, min, max);
-  *out = d;
-  return KG_OK;
+  memset(out, 0, sizeof *out);
+  switch (p->type) {
+  case KG_PROP_STRING: out->s = kg_xstrdup(value); return KG_OK;
+  case KG_PROP_PATH:
+    if (work_dir && !strncmp(value, "<work dir>", 10))
+      out->s = kg_xasprintf("%s%s", work_dir, value + 10);
+    else
+      out->s = absolute(value);
+    return KG_OK;
+  case KG_PROP_BOOL:
+    if (!kg_parse_bool(trimmed(value, tmp, 64), &out->b))
+      return kg_fail(errbuf, KG_EINVAL, "%s: invalid value '%s' for property %s: allowed values are true, false",
+                     origin, value, key);
+    return KG_OK;
+  case KG_PROP_INT:
+    if (!kg_parse_int64(trimmed(value, tmp, 64), &out->i) || out->i < p->min || out->i > p->max)
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: invalid value '%s' for property %s: expected a whole number from %lld to %lld", origin, value,
+                     key, (long long)p->min, (long long)p->max);
+    return KG_OK;
+  case KG_PROP_DOUBLE:
+    out->d = strtod(value, &end);
+    while (*end == ' ' || *end == '\t')
+      end++;
+    if (end == value || *end || !(out->d >= p->dmin && out->d <= p->dmax))
+      return kg_fail(errbuf, KG_EINVAL, "%s: invalid value '%s' for property %s: expected a number from %g to %g",
+                     origin, value, key, p->dmin, p->dmax);
+    return KG_OK;
+  case KG_PROP_ENUM:
+    out->e = kg_config_parse_enum(key, origin, trimmed(value, tmp, 256), p->names, errbuf);
+    return out->e < 0 ? KG_EINVAL : KG_OK;
+  case KG_PROP_CLASS: {
+    const char *name = simple_name(trimmed(value, tmp, sizeof tmp));
+    for (int i = 0; p->names[i]; i++)
+      if (!strcmp(name, p->names[i])) return KG_OK;
+    char list[256] = "";
+    for (int i = 0; p->names[i]; i++) {
+      strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+      strncat(list, p->names[i], sizeof list - strlen(list) - 1);
+    }
+    return kg_fail(errbuf, KG_EINVAL, "%s: unknown class '%s' for property %s: kingest provides %s", origin, value, key,
+                   list);
+  }
+  case KG_PROP_FS_URI:
+    if (!*value || !strncmp(value, "file:", 5)) return KG_OK;
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: property %s=%s: standalone runs write to the local file system (file:///); "
+                   "HDFS is used by the MapReduce launcher",
+                   origin, key, value);
+  }
+  return kg_fail(errbuf, KG_EINVAL, "%s: property %s has no type", origin, key);
 }
 
-static int bool_prop(const kg_props_t *p, const char *key, bool def, bool *out, char *errbuf) {
-  const char *v = kg_props_get(p, key);
-  if (!v) {
-    *out = def;
-    return KG_OK;
+/* Stores V in the field of P (a string without a field is freed). */
+static void store(kg_config_t *c, const kg_property_t *p, kg_property_value_t *v) {
+  char *field = (char *)c + p->offset;
+  int n;
+  switch (p->type) {
+  case KG_PROP_STRING:
+  case KG_PROP_PATH:
+    if (p->size == sizeof v->s)
+      memcpy(field, &v->s, sizeof v->s);
+    else
+      free(v->s);
+    break;
+  case KG_PROP_BOOL:
+    if (p->size == sizeof v->b) memcpy(field, &v->b, sizeof v->b);
+    break;
+  case KG_PROP_INT:
+    n = (int)v->i; /* an int field's row has bounds within an int */
+    if (p->size == sizeof n) memcpy(field, &n, sizeof n);
+    if (p->size == sizeof v->i) memcpy(field, &v->i, sizeof v->i);
+    break;
+  case KG_PROP_DOUBLE:
+    if (p->size == sizeof v->d) memcpy(field, &v->d, sizeof v->d);
+    break;
+  case KG_PROP_ENUM: /* an int, or an enum type of its size */
+    if (p->size == sizeof v->e) memcpy(field, &v->e, sizeof v->e);
+    break;
+  case KG_PROP_CLASS:
+  case KG_PROP_FS_URI: break;
   }
-  char tmp[64];
-  snprintf(tmp, sizeof tmp, "%s", v);
-  if (!kg_parse_bool(kg_strtrim(tmp), out))
-    return kg_fail(errbuf, KG_EINVAL, "%s: invalid value '%s' for property %s: allowed values are true, false",
-                   origin_of(p, key), v, key);
-  return KG_OK;
-}
-
-static int enum_prop(const kg_props_t *p, const char *key, int def, const char *const *allowed, int *out,
-                     char *errbuf) {
-  const char *v = kg_props_get(p, key);
-  if (!v) {
-    *out = def;
-    return KG_OK;
-  }
-  char tmp[256];
-  snprintf(tmp, sizeof tmp, "%s", v);
-  int i = kg_config_parse_enum(key, origin_of(p, key), kg_strtrim(tmp), allowed, errbuf);
-  if (i < 0) return KG_EINVAL;
-  *out = i;
-  return KG_OK;
 }
 
 /* A property with two accepted names (the seed's dotted one and Gobblin's newer camel-case one): the
  * name in use, or NULL. Both set to different values is an error. */
 static int either_name(const kg_props_t *p, const char *a, const char *b, const char **out, char *errbuf) {
-  const char *va = kg_props_get(p, a), *vb = kg_props_get(p, b);
+  const char *va = kg_props_get(p, a), *vb = b ? kg_props_get(p, b) : NULL;
   *out = va ? a : vb ? b : NULL;
   if (va && vb && strcmp(va, vb))
     return kg_fail(errbuf, KG_EINVAL, "%s: properties %s=%s and %s=%s disagree; set one of them", origin_of(p, b), a,
                    va, b, vb);
   return KG_OK;
+}
+
+/* Reads row P into C: the job's value (by either name) or the default, parsed by the row's type, then stored in
+ * its field or handed to its setter. */
+static int read_property(kg_config_t *c, const kg_property_t *p, char *errbuf) {
+  if (p->mode == KG_MODE_MAPREDUCE || p->part_of) return KG_OK;
+  const char *key = NULL;
+  int rc = either_name(c->props, p->name, p->alias, &key, errbuf);
+  if (rc) return rc;
+  const char *value = key ? kg_props_get(c->props, key) : NULL;
+  if (p->required && (!value || !*value))
+    return kg_fail(errbuf, KG_EINVAL, "%s: missing required property %s (%s)", c->job_file, p->name, p->required);
+  if (value && !*value && p->empty_is_default) key = value = NULL;
+  char *computed = NULL;
+  if (!value) value = p->def ? p->def : p->computed ? (computed = p->computed(c)) : NULL;
+  if (!value) return KG_OK; /* not given, no default */
+  kg_property_value_t v;
+  rc = kg_property_parse(p, key ? key : p->name, origin_of(c->props, key ? key : p->name), value,
+                         key ? NULL : c->work_dir, &v, errbuf);
+  free(computed);
+  if (rc) return rc;
+  if (p->set) return p->set(c, p, key, &v, errbuf);
+  store(c, p, &v);
+  return KG_OK;
+}
+
+char *kg_config_default_path(const char *name, const char *work_dir) {
+  const kg_property_t *p = kg_config_property(name);
+  if (!p || p->type != KG_PROP_PATH || !p->def || strncmp(p->def, "<work dir>", 10)) return NULL;
+  kg_property_value_t v;
+  char errbuf[KG_ERRLEN];
+  return kg_property_parse(p, p->name, "default", p->def, work_dir, &v, errbuf) ? NULL : v.s;
 }
 
 /* Milliseconds in one Java TimeUnit (seconds, minutes, ...), or 0 for an unknown unit; *SINGULAR (may be NULL)
@@ -425,53 +853,54 @@ static double unit_ms(const char *unit, const char **singular) {
 #define KG_LIMIT_MIN_RATE_PER_S (1.0 / 3600.0)
 #define KG_LIMIT_MAX_RATE_PER_S 1e15
 
-static int limit_props(kg_config_t *c, char *errbuf) {
+/* extract.limit.enabled and, when it is true, the rows of its type: the limit (by either name) and its unit. */
+static int set_limits(kg_config_t *c, const kg_property_t *enabled, const char *enabled_key, kg_property_value_t *v,
+                      char *errbuf) {
+  (void)enabled_key;
   const kg_props_t *p = c->props;
-  int rc = bool_prop(p, "extract.limit.enabled", false, &c->limit_enabled, errbuf);
-  if (rc || !c->limit_enabled) return rc;
-  const char *type = kg_props_get(p, "extract.limit.type");
+  c->limit_enabled = v->b;
+  if (!c->limit_enabled) return KG_OK;
+  const kg_property_t *type_row = kg_config_property("extract.limit.type");
+  const char *type = kg_props_get(p, type_row->name);
   if (!type)
     return kg_fail(errbuf, KG_EINVAL, "%s: extract.limit.enabled=true needs extract.limit.type (time, rate or count)",
-                   origin_of(p, "extract.limit.enabled"));
+                   origin_of(p, enabled->name));
   if (!strcasecmp(type, "pool"))
     return kg_fail(errbuf, KG_EINVAL,
                    "%s: extract.limit.type=pool is not supported (Gobblin refuses it at run time too); use time, rate "
                    "or count",
-                   origin_of(p, "extract.limit.type"));
-  static const char *const types[] = {"time", "rate", "count", NULL};
-  int e;
-  if ((rc = enum_prop(p, "extract.limit.type", 0, types, &e, errbuf))) return rc;
-  c->limit_type = (kg_limit_type_t)e;
-  static const char *names[][4] = {{"extract.limit.time.limit", "extract.limit.timeLimit",
-                                    "extract.limit.time.limit.timeunit", "extract.limit.timeLimitTimeunit"},
-                                   {"extract.limit.rate.limit", "extract.limit.rateLimit",
-                                    "extract.limit.rate.limit.timeunit", "extract.limit.rateLimitTimeunit"},
-                                   {"extract.limit.count.limit", "extract.limit.countLimit", NULL, NULL}};
+                   origin_of(p, type_row->name));
+  kg_property_value_t e;
+  int rc = kg_property_parse(type_row, type_row->name, origin_of(p, type_row->name), type, NULL, &e, errbuf);
+  if (rc) return rc;
+  c->limit_type = (kg_limit_type_t)e.e;
+  static const char *const rows[][2] = {{"extract.limit.time.limit", "extract.limit.time.limit.timeunit"},
+                                        {"extract.limit.rate.limit", "extract.limit.rate.limit.timeunit"},
+                                        {"extract.limit.count.limit", NULL}};
+  const kg_property_t *limit = kg_config_property(rows[e.e][0]);
+  const kg_property_t *unit_row = rows[e.e][1] ? kg_config_property(rows[e.e][1]) : NULL;
   const char *key = NULL, *unit_key = NULL;
-  if ((rc = either_name(p, names[e][0], names[e][1], &key, errbuf))) return rc;
+  if ((rc = either_name(p, limit->name, limit->alias, &key, errbuf))) return rc;
   if (!key)
-    return kg_fail(errbuf, KG_EINVAL, "%s: extract.limit.type=%s needs %s", origin_of(p, "extract.limit.type"), type,
-                   names[e][0]);
-  if (names[e][2] && (rc = either_name(p, names[e][2], names[e][3], &unit_key, errbuf))) return rc;
-  double ms = 1000;
+    return kg_fail(errbuf, KG_EINVAL, "%s: extract.limit.type=%s needs %s", origin_of(p, type_row->name), type,
+                   limit->name);
+  if (unit_row && (rc = either_name(p, unit_row->name, unit_row->alias, &unit_key, errbuf))) return rc;
   const char *unit = "second";
-  if (unit_key) {
-    ms = unit_ms(kg_props_get(p, unit_key), &unit);
-    if (ms == 0)
-      return kg_fail(
-          errbuf, KG_EINVAL,
-          "%s: invalid value '%s' for property %s: allowed values are milliseconds, seconds, minutes, hours, days",
-          origin_of(p, unit_key), kg_props_get(p, unit_key), unit_key);
-  }
-  const char *v = kg_props_get(p, key);
+  double ms = unit_row ? unit_ms(unit_key ? kg_props_get(p, unit_key) : unit_row->def, &unit) : 1000;
+  if (ms == 0)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: invalid value '%s' for property %s: allowed values are milliseconds, seconds, minutes, hours, "
+                   "days",
+                   origin_of(p, unit_key), kg_props_get(p, unit_key), unit_key);
+  const char *value = kg_props_get(p, key);
   char tmp[64];
-  snprintf(tmp, sizeof tmp, "%s", v);
+  snprintf(tmp, sizeof tmp, "%s", value);
   if (c->limit_type == KG_LIMIT_COUNT) {
-    if (!kg_parse_int64(kg_strtrim(tmp), &c->limit_count) || c->limit_count < 1)
+    if (!kg_parse_int64(kg_strtrim(tmp), &c->limit_count) || c->limit_count < limit->min)
       return kg_fail(errbuf, KG_EINVAL,
                      "%s: invalid value '%s' for property %s: expected a whole number of records, at least 1 (a lower "
                      "count lets no record through)",
-                     origin_of(p, key), v, key);
+                     origin_of(p, key), value, key);
     return KG_OK;
   }
   char *end;
@@ -482,7 +911,7 @@ static int limit_props(kg_config_t *c, char *errbuf) {
       return kg_fail(errbuf, KG_EINVAL,
                      "%s: invalid value '%s' for property %s: expected a number of %ss from %g to %g; a time limit "
                      "must allow at least 1 second, since starting to fetch a partition alone can take longer",
-                     origin_of(p, key), v, key, unit, KG_LIMIT_MIN_TIME_MS / ms, KG_LIMIT_MAX_TIME_MS / ms);
+                     origin_of(p, key), value, key, unit, KG_LIMIT_MIN_TIME_MS / ms, KG_LIMIT_MAX_TIME_MS / ms);
     c->limit_time_ms = (int64_t)(d * ms);
   } else {
     double per_s = d / ms * 1000.0;
@@ -490,68 +919,23 @@ static int limit_props(kg_config_t *c, char *errbuf) {
       return kg_fail(errbuf, KG_EINVAL,
                      "%s: invalid value '%s' for property %s: expected a number of records per %s from %g to %g; a "
                      "rate limit must let at least 1 record per hour through",
-                     origin_of(p, key), v, key, unit, KG_LIMIT_MIN_RATE_PER_S * ms / 1000.0,
+                     origin_of(p, key), value, key, unit, KG_LIMIT_MIN_RATE_PER_S * ms / 1000.0,
                      KG_LIMIT_MAX_RATE_PER_S * ms / 1000.0);
     c->limit_rate_per_s = per_s;
   }
   return KG_OK;
 }
 
-/* Makes PATH absolute against the current directory; returns a new string. */
-static char *absolute(const char *path) {
-  if (path[0] == '/') return kg_xstrdup(path);
-  if (!strncmp(path, "file://", 7)) return absolute(path + 7);
-  char cwd[PATH_MAX];
-  if (!getcwd(cwd, sizeof cwd)) return kg_xstrdup(path);
-  return kg_xasprintf("%s/%s", cwd, path);
-}
-
-/* A path property: absolute, defaulting to <work dir>/SUB. A file:// prefix is accepted. */
-static char *path_prop(const kg_config_t *c, const char *key, const char *sub) {
-  const char *v = kg_props_get(c->props, key);
-  if (v && *v) return absolute(v);
-  return kg_xasprintf("%s/%s", c->work_dir, sub);
-}
-
-/* The class name's last dotted component, so that gobblin.x.Foo and org.apache.gobblin.x.Foo both match. */
-static const char *simple_name(const char *cls) {
-  const char *dot = strrchr(cls, '.');
-  return dot ? dot + 1 : cls;
-}
-
-static int check_class(const kg_props_t *p, const char *key, const char *const *accepted, char *errbuf) {
-  const char *v = kg_props_get(p, key);
-  if (!v) return KG_OK;
-  char tmp[512];
-  snprintf(tmp, sizeof tmp, "%s", v);
-  const char *name = simple_name(kg_strtrim(tmp));
-  for (int i = 0; accepted[i]; i++)
-    if (!strcmp(name, accepted[i])) return KG_OK;
-  char list[256] = "";
-  for (int i = 0; accepted[i]; i++) {
-    strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-    strncat(list, accepted[i], sizeof list - strlen(list) - 1);
-  }
-  return kg_fail(errbuf, KG_EINVAL, "%s: unknown class '%s' for property %s: kingest provides %s", origin_of(p, key), v,
-                 key, list);
-}
-
-/* A file system URI must be the local one in standalone mode. */
-static int check_local_fs(const kg_props_t *p, const char *key, char *errbuf) {
-  const char *v = kg_props_get(p, key);
-  if (!v || !*v || !strncmp(v, "file:", 5)) return KG_OK;
-  return kg_fail(errbuf, KG_EINVAL,
-                 "%s: property %s=%s: standalone runs write to the local file system (file:///); "
-                 "HDFS is used by the MapReduce launcher",
-                 origin_of(p, key), key, v);
-}
-
-/* Decodes the delimiter: the properties reader has already unescaped \n and \t; a Lua string is as is. */
-static void set_delimiter(kg_config_t *c) {
-  const char *v = kg_props_get(c->props, "simple.writer.delimiter");
-  if (!v) v = "\n";
-  c->delimiter = kg_xstrdup(v);
-  c->delimiter_len = strlen(v);
+void kg_config_destroy(kg_config_t *c) {
+  if (!c) return;
+  kg_props_destroy(c->props);
+  char **strings[] = {&c->job_file,        &c->job_name,       &c->brokers,     &c->topic_whitelist,
+                      &c->topic_blacklist, &c->move_to_latest, &c->work_dir,    &c->state_store_dir,
+                      &c->task_data_root,  &c->final_dir,      &c->lock_dir,    &c->extract_namespace,
+                      &c->output_format,   &c->delimiter,      &c->metrics_dir, &c->metrics_suffix};
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+    free(*strings[i]);
+  free(c);
 }
 
 /* Checks every key of P that kingest does not read. An error: a kafka.consumer.<name> that would change a
@@ -559,15 +943,18 @@ static void set_delimiter(kg_config_t *c) {
  * on with the default); with job.strict=true, any key that would otherwise get a WARN. Otherwise logs one
  * WARN per unknown or unimplemented key, and one INFO line naming the MapReduce-only ones. */
 static int check_keys(const kg_props_t *p, char *errbuf) {
-  bool strict;
-  int rc = bool_prop(p, "job.strict", false, &strict, errbuf);
+  const kg_property_t *strict_row = kg_config_property("job.strict");
+  const char *strict_value = kg_props_get(p, strict_row->name);
+  kg_property_value_t strict;
+  int rc = kg_property_parse(strict_row, strict_row->name, origin_of(p, strict_row->name),
+                             strict_value ? strict_value : strict_row->def, NULL, &strict, errbuf);
   if (rc) return rc;
   kg_buf_t mr = {0}, typos = {0}, warned = {0};
   size_t nwarned = 0;
   for (size_t i = 0; i < kg_props_count(p) && rc == KG_OK; i++) {
     const char *key = kg_props_key_at(p, i), *value = kg_props_value_at(p, i);
     const char *near = NULL;
-    const kg_property_doc_t *doc;
+    const kg_property_t *known;
     char *consumer = NULL, *warning = NULL;
     int row;
     if (!strncmp(key, "kafka.consumer.", 15)) {
@@ -575,8 +962,8 @@ static int check_keys(const kg_props_t *p, char *errbuf) {
         if (!strcmp(key + 15, engine_consumer_settings[j].name))
           rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s cannot be set: %s", origin_of(p, key), key, value,
                        engine_consumer_settings[j].why);
-    } else if ((doc = doc_for(key))) {
-      if (doc->mode == 1) kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
+    } else if ((known = kg_config_property(key))) {
+      if (known->mode == KG_MODE_MAPREDUCE) kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
     } else if ((row = ignored_row(key, value)) >= 0) {
       if (gobblin_ignored[row].instead)
         warning = kg_xasprintf("%s: %s=%s is not implemented: %s", origin_of(p, key), key, value,
@@ -589,11 +976,11 @@ static int check_keys(const kg_props_t *p, char *errbuf) {
       kg_buf_appendf(&mr, "%s%s", mr.len ? ", " : "", key);
     } else if ((near = nearest_ignored(key))) {
       warning = kg_xasprintf("%s: unknown property %s%s; did you mean %s?", origin_of(p, key), key,
-                             strict ? "" : " (ignored)", near);
+                             strict.b ? "" : " (ignored)", near);
     } else {
-      warning = kg_xasprintf("%s: unknown property %s%s", origin_of(p, key), key, strict ? "" : " (ignored)");
+      warning = kg_xasprintf("%s: unknown property %s%s", origin_of(p, key), key, strict.b ? "" : " (ignored)");
     }
-    if (warning && strict) {
+    if (warning && strict.b) {
       KG_ERROR("%s", warning);
       kg_buf_appendf(&warned, "%s%s: %s", warned.len ? ", " : "", origin_of(p, key), key);
       nwarned++;
@@ -623,141 +1010,21 @@ int kg_config_new(kg_props_t *props, const char *job_file, bool job_is_lua, cons
   c->job_file = kg_xstrdup(job_file);
   c->job_is_lua = job_is_lua;
   int rc = KG_OK;
-  int64_t n;
-  int e;
+  size_t n = sizeof properties / sizeof properties[0];
 
   /* Keys first: a misspelt one would otherwise fail later as a missing property, or not at all. */
   if ((rc = check_keys(props, errbuf))) goto done;
 
-  /* Job identity. */
-  const char *name = kg_props_get(props, "job.name");
-  if (name && *name) {
-    c->job_name = kg_xstrdup(name);
-  } else {
-    const char *base = strrchr(job_file, '/');
-    base = base ? base + 1 : job_file;
-    const char *dot = strrchr(base, '.');
-    c->job_name = dot && dot != base ? kg_xstrndup(base, (size_t)(dot - base)) : kg_xstrdup(base);
-  }
-  for (const char *s = c->job_name; *s; s++)
-    if (*s == '/' || *s == '\\' || (unsigned char)*s < 32) {
-      rc = kg_fail(errbuf, KG_EINVAL, "%s: invalid job.name '%s': it names files, so it may not contain '/'",
-                   origin_of(props, "job.name"), c->job_name);
-      goto done;
-    }
-  c->job_group = str_prop(props, "job.group", "");
-  c->job_description = str_prop(props, "job.description", "");
-
-  /* The work dir roots every default path. */
+  /* The job's identity (row 0, job.name), then the work dir that roots every default path, then the rest. */
+  if ((rc = read_property(c, &properties[0], errbuf))) goto done;
   const char *wd = work_dir && *work_dir ? work_dir : getenv("GOBBLIN_WORK_DIR");
   if (!wd || !*wd) {
     rc = kg_fail(errbuf, KG_EINVAL, "no work dir: set GOBBLIN_WORK_DIR or pass --work-dir");
     goto done;
   }
   c->work_dir = absolute(wd);
-
-  /* Kafka. */
-  const char *brokers = kg_props_get(props, "kafka.brokers");
-  if (!brokers || !*brokers) {
-    rc = kg_fail(errbuf, KG_EINVAL, "%s: missing required property kafka.brokers (comma-separated host:port list)",
-                 job_file);
-    goto done;
-  }
-  c->brokers = kg_xstrdup(brokers);
-  c->topic_whitelist = str_prop(props, "topic.whitelist", "");
-  c->topic_blacklist = str_prop(props, "topic.blacklist", "");
-  c->move_to_latest = str_prop(props, "topics.move.to.latest.offset", "");
-  static const char *const bootstrap_values[] = {"earliest", "latest", "skip", NULL};
-  static const char *const reset_values[] = {"earliest", "latest", "nearest", "skip", NULL};
-  if ((rc = enum_prop(props, "bootstrap.with.offset", KG_BOOTSTRAP_LATEST, bootstrap_values, &e, errbuf))) goto done;
-  c->bootstrap = (kg_bootstrap_t)e;
-  if ((rc = enum_prop(props, "reset.on.offset.out.of.range", KG_RESET_NEAREST, reset_values, &e, errbuf))) goto done;
-  c->reset = (kg_reset_t)e;
-  static const char *const new_partition_values[] = {"earliest", "latest", "bootstrap", NULL};
-  if ((rc = enum_prop(props, "kafka.new.partition.offset", KG_NEW_PARTITION_EARLIEST, new_partition_values, &e,
-                      errbuf)))
-    goto done;
-  c->new_partition = (kg_new_partition_t)e;
-  static const char *const missing_values[] = {"warn", "fail", NULL};
-  if ((rc = enum_prop(props, "topic.missing.policy", KG_MISSING_WARN, missing_values, &e, errbuf))) goto done;
-  c->missing_topics = (kg_missing_policy_t)e;
-  if ((rc = int_prop(props, "kafka.metadata.timeout.ms", 15000, 100, 3600000, &c->metadata_timeout_ms, errbuf)))
-    goto done;
-  if ((rc = int_prop(props, "kafka.fetch.timeout.ms", 30000, 100, 3600000, &c->fetch_timeout_ms, errbuf))) goto done;
-  if ((rc = int_prop(props, "kafka.fetch.batch.size", 1000, 1, 1000000, &n, errbuf))) goto done;
-  c->batch_size = (int)n;
-
-  /* Source, writer, publisher classes. */
-  static const char *const sources[] = {"KafkaSimpleSource", NULL};
-  static const char *const writers[] = {"SimpleDataWriterBuilder", NULL};
-  static const char *const publishers[] = {"BaseDataPublisher", NULL};
-  if ((rc = check_class(props, "source.class", sources, errbuf))) goto done;
-  if ((rc = check_class(props, "writer.builder.class", writers, errbuf))) goto done;
-  if ((rc = check_class(props, "data.publisher.type", publishers, errbuf))) goto done;
-  c->source = kg_xstrdup("kafka_simple");
-
-  static const char *const launchers[] = {"LOCAL", NULL};
-  if ((rc = enum_prop(props, "launcher.type", 0, launchers, &e, errbuf))) goto done;
-  static const char *const destinations[] = {"HDFS", "LOCAL", NULL};
-  if ((rc = enum_prop(props, "writer.destination.type", 0, destinations, &e, errbuf))) goto done;
-  if ((rc = check_local_fs(props, "writer.fs.uri", errbuf))) goto done;
-  if ((rc = check_local_fs(props, "fs.uri", errbuf))) goto done;
-  if ((rc = check_local_fs(props, "state.store.fs.uri", errbuf))) goto done;
-
-  static const char *const formats[] = {"txt", "json", "csv", NULL};
-  if ((rc = enum_prop(props, "writer.output.format", 0, formats, &e, errbuf))) goto done;
-  c->output_format = kg_xstrdup(formats[e]);
-  static const char *const path_types[] = {"tablename", "namespace_table", "default", NULL};
-  if ((rc = enum_prop(props, "writer.file.path.type", KG_PATH_DEFAULT, path_types, &e, errbuf))) goto done;
-  c->path_type = (kg_path_type_t)e;
-  c->extract_namespace = str_prop(props, "extract.namespace", "");
-  set_delimiter(c);
-  if ((rc = bool_prop(props, "simple.writer.prepend.size", false, &c->prepend_size, errbuf))) goto done;
-
-  static const char *const policies[] = {"skip", "fail", "quarantine", NULL};
-  if ((rc = enum_prop(props, "decode.error.policy", KG_ERRORS_SKIP, policies, &e, errbuf))) goto done;
-  c->decode_errors = (kg_error_policy_t)e;
-  c->skip_error_limit_set = kg_props_get(props, "task.skip.error.records") != NULL;
-  if ((rc = int_prop(props, "task.skip.error.records", -1, -1, INT64_MAX, &c->skip_error_limit, errbuf))) goto done;
-  if ((rc = double_prop(props, "decode.error.max.ratio", 0.1, 0, 1, &c->error_max_ratio, errbuf))) goto done;
-  if ((rc = int_prop(props, "script.batch.timeout.ms", 60000, 10, INT64_MAX, &c->batch_timeout_ms, errbuf))) goto done;
-  if ((rc = int_prop(props, "progress.interval.ms", 5000, 0, INT64_MAX, &c->progress_interval_ms, errbuf))) goto done;
-
-  static const char *const estimators[] = {"AVG_RECORD_TIME", "AVG_RECORD_SIZE", "CUSTOM", NULL};
-  if ((rc = enum_prop(props, "kafka.workunit.size.estimator.type", 0, estimators, &e, errbuf))) goto done;
-  c->estimator = (kg_estimator_t)e;
-  static const char *const packers[] = {"SINGLE_LEVEL", "BI_LEVEL", NULL};
-  if ((rc = enum_prop(props, "kafka.workunit.packer.type", 0, packers, &e, errbuf))) goto done;
-  c->packer = e;
-  if ((rc = double_prop(props, "workunit.pre.grouping.size.factor", 3.0, 0.1, 1000, &c->pre_grouping_factor, errbuf)))
-    goto done;
-
-  if ((rc = limit_props(c, errbuf))) goto done;
-  static const char *const commit_policies[] = {"full", "successful", NULL};
-  if ((rc = enum_prop(props, "job.commit.policy", 0, commit_policies, &e, errbuf))) goto done;
-  c->commit_policy = (kg_commit_policy_t)e;
-  if ((rc = bool_prop(props, "job.fail.on.partial", false, &c->fail_on_partial, errbuf))) goto done;
-
-  /* Tasks. */
-  if ((rc = int_prop(props, "mr.job.max.mappers", 100, 1, 100000, &n, errbuf))) goto done;
-  c->max_mappers = (int)n;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if ((rc = int_prop(props, "taskexecutor.threadpool.size", cores > 0 ? cores : 2, 1, 1024, &n, errbuf))) goto done;
-  c->threadpool_size = (int)n;
-
-  /* Locations. */
-  c->state_store_dir = path_prop(c, "state.store.dir", "state-store");
-  c->task_data_root = path_prop(c, "task.data.root.dir", "task-data");
-  c->final_dir = path_prop(c, "data.publisher.final.dir", "job-output");
-  c->lock_dir = path_prop(c, "job.lock.dir", "locks");
-  if ((rc = bool_prop(props, "job.lock.enabled", true, &c->lock_enabled, errbuf))) goto done;
-
-  /* Metrics. */
-  if ((rc = bool_prop(props, "metrics.reporting.file.enabled", false, &c->metrics_enabled, errbuf))) goto done;
-  c->metrics_dir = path_prop(c, "metrics.log.dir", "metrics");
-  c->metrics_suffix = str_prop(props, "metrics.reporting.file.suffix", "");
-  if ((rc = int_prop(props, "metrics.report.interval", 30000, 100, INT64_MAX, &c->metrics_interval_ms, errbuf)))
-    goto done;
+  for (size_t i = 1; i < n && rc == KG_OK; i++)
+    rc = read_property(c, &properties[i], errbuf);
 
 done:
   if (rc) {
@@ -766,4 +1033,98 @@ done:
   }
   *out = c;
   return rc;
+}
+
+/* Prints DOC without its Markdown: `code` as code, [text](#anchor) as text. */
+static void print_plain(FILE *out, const char *doc) {
+  for (const char *s = doc; *s; s++) {
+    const char *close = *s == '[' ? strstr(s, "](") : NULL;
+    const char *end = close ? strchr(close, ')') : NULL;
+    if (end) {
+      fprintf(out, "%.*s", (int)(close - s - 1), s + 1);
+      s = end;
+    } else if (*s != '`') {
+      fputc(*s, out);
+    }
+  }
+}
+
+/* Prints a default value as text: control characters as C escapes (the delimiter's newline is \n). */
+static void print_value(FILE *out, const char *value) {
+  for (const char *s = value; *s; s++) {
+    if (*s == '\n')
+      fputs("\\n", out);
+    else if (*s == '\t')
+      fputs("\\t", out);
+    else if ((unsigned char)*s < 32)
+      fprintf(out, "\\x%02x", (unsigned char)*s);
+    else
+      fputc(*s, out);
+  }
+}
+
+/* The bounds of a number row as a sentence, CODE quoting the numbers (Markdown) or not. */
+static void print_range(FILE *out, const kg_property_t *p, const char *q) {
+  if (p->type == KG_PROP_INT && p->max == INT64_MAX)
+    fprintf(out, " At least %s%lld%s.", q, (long long)p->min, q);
+  else if (p->type == KG_PROP_INT)
+    fprintf(out, " From %s%lld%s to %s%lld%s.", q, (long long)p->min, q, q, (long long)p->max, q);
+  else if (p->type == KG_PROP_DOUBLE && p->dmax > p->dmin)
+    fprintf(out, " From %s%g%s to %s%g%s.", q, p->dmin, q, q, p->dmax, q);
+}
+
+/* A row's name as written in the docs: the keys under a ".*" row are kafka.consumer.<name>. */
+static void print_name(FILE *out, const char *name, const char *q) {
+  size_t len = strlen(name);
+  if (len > 2 && !strcmp(name + len - 2, ".*"))
+    fprintf(out, "%s%.*s.<name>%s", q, (int)(len - 2), name, q);
+  else
+    fprintf(out, "%s%s%s", q, name, q);
+}
+
+void kg_config_print_properties(FILE *out, bool markdown) {
+  if (markdown) fputs("| Property | Default | Meaning |\n|---|---|---|\n", out);
+  for (size_t i = 0; i < sizeof properties / sizeof properties[0]; i++) {
+    const kg_property_t *p = &properties[i];
+    const char *q = markdown ? "`" : "";
+    if (markdown) {
+      fputs("| ", out);
+      print_name(out, p->name, q);
+    } else {
+      fputs(p->name, out);
+    }
+    if (p->alias) {
+      fputs(" (also ", out);
+      print_name(out, p->alias, q);
+      fputs(")", out);
+    }
+    if (markdown) {
+      fputs(" |", out);
+      if (p->required) {
+        fputs(" required", out);
+      } else if (p->def && !*p->def) {
+        fputs(" empty", out);
+      } else if (p->def) {
+        fputs(" `", out);
+        print_value(out, p->def);
+        fputs("`", out);
+      } else if (p->def_doc) {
+        fprintf(out, " %s", p->def_doc);
+      }
+      fprintf(out, " | %s%s", p->mode == KG_MODE_MAPREDUCE ? "MapReduce only (a standalone run ignores it): " : "",
+              p->doc);
+      print_range(out, p, q);
+      fputs(" |\n", out);
+    } else {
+      fprintf(out, "%s\n    ", p->mode == KG_MODE_MAPREDUCE ? " (MapReduce only)" : "");
+      print_plain(out, p->doc);
+      print_range(out, p, q);
+      fputs("\n    default: ", out);
+      if (p->def)
+        print_value(out, p->def);
+      else
+        fputs(p->def_doc && !p->required ? p->def_doc : "(none)", out);
+      fputs("\n", out);
+    }
+  }
 }

@@ -2,6 +2,8 @@
 #ifndef KG_CONFIG_H
 #define KG_CONFIG_H
 
+#include <stdio.h>
+
 #include "props.h"
 
 typedef enum { KG_BOOTSTRAP_EARLIEST = 0, KG_BOOTSTRAP_LATEST, KG_BOOTSTRAP_SKIP } kg_bootstrap_t;
@@ -20,16 +22,15 @@ typedef struct {
   char *job_file;    /* the job file's path as given */
   bool job_is_lua;   /* job.lua (true) or a .pull/.properties file */
   char *job_name;
-  char *job_group;
-  char *job_description;
   char *brokers;         /* kafka.brokers */
   char *topic_whitelist; /* comma-separated regexes, "" = all */
   char *topic_blacklist;
   char *move_to_latest; /* topics.move.to.latest.offset: comma-separated names or "all" */
   kg_bootstrap_t bootstrap;
   kg_reset_t reset;
-  kg_new_partition_t new_partition;   /* kafka.new.partition.offset: new partitions of a topic already pulled */
-  kg_missing_policy_t missing_topics; /* topic.missing.policy: a whitelisted name or stored partition not on the broker */
+  kg_new_partition_t new_partition; /* kafka.new.partition.offset: new partitions of a topic already pulled */
+  kg_missing_policy_t
+      missing_topics;      /* topic.missing.policy: a whitelisted name or stored partition not on the broker */
   char *work_dir;          /* GOBBLIN_WORK_DIR or --work-dir */
   char *state_store_dir;   /* state.store.dir */
   char *task_data_root;    /* task.data.root.dir */
@@ -60,7 +61,6 @@ typedef struct {
   int64_t metadata_timeout_ms;     /* kafka.metadata.timeout.ms: broker discovery and offset queries */
   int64_t fetch_timeout_ms;        /* kafka.fetch.timeout.ms: longest wait for the next record of a range */
   int batch_size;                  /* kafka.fetch.batch.size: records handed to Lua per call */
-  char *source;                    /* "kafka_simple" or "lua" (decodeRecord from the job file) */
   kg_error_policy_t decode_errors; /* decode.error.policy */
   int64_t skip_error_limit;        /* task.skip.error.records, -1 unlimited; see skip_error_limit_set */
   bool skip_error_limit_set;       /* given: bounds every script failure; not given: converters 0, decode unlimited */
@@ -82,15 +82,80 @@ void kg_config_destroy(kg_config_t *config);
  * .conf). Returns a new property map in *OUT, or an error naming the file (and line for syntax errors). */
 int kg_jobfile_load(const char *path, kg_props_t **out, bool *is_lua, char *errbuf);
 
-/* A documented property: the registry behind validation, unknown-key warnings and `kingest properties`. */
-typedef struct {
-  const char *name;
-  const char *default_value; /* NULL: no default */
-  const char *doc;
-  int mode; /* 0 both modes, 1 MapReduce only (ignored standalone) */
-} kg_property_doc_t;
+/* The property table: one row per property kingest knows, read by one loop in kg_config_new and printed by
+ * `kingest properties` (and, with --markdown, as the README's table). A row says how a value is parsed (TYPE,
+ * with MIN/MAX or NAMES), what applies when the job does not give it (DEF, parsed by the same code as a user's
+ * value; or COMPUTED), where the value lands in kg_config_t (OFFSET and SIZE, or SET for the odd ones) and
+ * what it means (DOC, one line; `code` and [links](#anchors) are Markdown). */
+typedef enum {
+  KG_PROP_STRING, /* char *: the value as given */
+  KG_PROP_PATH,   /* char *: absolute (against the current folder; a file:// prefix is accepted); the default
+                     may start with "<work dir>/" */
+  KG_PROP_BOOL,   /* bool: true or false, any case */
+  KG_PROP_INT,    /* int or int64_t (by SIZE): a whole number from MIN to MAX */
+  KG_PROP_DOUBLE, /* double: a number from DMIN to DMAX */
+  KG_PROP_ENUM,   /* int (or an enum type): the index of the value in NAMES, matched case-insensitively */
+  KG_PROP_CLASS,  /* nothing stored: a class name whose last dotted component is one of NAMES */
+  KG_PROP_FS_URI, /* nothing stored: a file system URI, which must be file: in standalone mode */
+} kg_property_type_t;
 
-const kg_property_doc_t *kg_config_property_docs(size_t *count);
+typedef enum {
+  KG_MODE_BOTH = 0,  /* read in every mode */
+  KG_MODE_MAPREDUCE, /* MapReduce only: accepted and ignored by a standalone run */
+} kg_property_mode_t;
+
+/* A parsed value: S is a new string (STRING and PATH), owned by whoever receives it. */
+typedef union {
+  bool b;
+  int64_t i;
+  double d;
+  int e;
+  char *s;
+} kg_property_value_t;
+
+typedef struct kg_property kg_property_t;
+struct kg_property {
+  const char *name;  /* a trailing ".*" names every key with that prefix */
+  const char *alias; /* the other accepted name of the property (Gobblin's newer one), or NULL */
+  kg_property_type_t type;
+  const char *def;          /* the default, written as a user would write it; NULL: none */
+  const char *def_doc;      /* with DEF NULL: how the default is computed, or what no value means */
+  const char *required;     /* non-NULL: the job must give the property, which holds this */
+  int64_t min, max;         /* KG_PROP_INT */
+  double dmin, dmax;        /* KG_PROP_DOUBLE */
+  const char *const *names; /* KG_PROP_ENUM and KG_PROP_CLASS: the accepted values, NULL-terminated */
+  size_t offset, size;      /* the field of kg_config_t the value lands in; SIZE 0: none */
+  bool empty_is_default;    /* an empty value means the default */
+  char *(*computed)(const kg_config_t *config); /* with DEF NULL: the default's text, a new string */
+  /* Lands a value instead of the store by OFFSET, for the odd ones; KEY is the name the job gave, or NULL for
+   * the default. Takes ownership of VALUE->s. Returns KG_OK or KG_EINVAL with a message in ERRBUF. */
+  int (*set)(kg_config_t *config, const kg_property_t *property, const char *key, kg_property_value_t *value,
+             char *errbuf);
+  const char *part_of; /* the name of the row whose setter reads this one (properties read together); the
+                          loop skips it */
+  kg_property_mode_t mode;
+  const char *doc; /* one line */
+};
+
+/* The property table, in the order its rows are read (and their errors found) and printed. */
+const kg_property_t *kg_config_properties(size_t *count);
+
+/* The row of NAME (its name, its alias, or a key under a ".*" row), or NULL. */
+const kg_property_t *kg_config_property(const char *name);
+
+/* Parses VALUE as property P would: KEY (the name given) and ORIGIN (file:line) go into the error message.
+ * WORK_DIR, when not NULL, replaces a leading "<work dir>" of a path (for the default only). Returns KG_OK
+ * with *OUT set (a string in OUT->s is the caller's), or KG_EINVAL with a message in ERRBUF. */
+int kg_property_parse(const kg_property_t *p, const char *key, const char *origin, const char *value,
+                      const char *work_dir, kg_property_value_t *out, char *errbuf);
+
+/* The default of path property NAME for WORK_DIR as given (not made absolute): a new string, or NULL when NAME
+ * is no path property with a default under the work dir. */
+char *kg_config_default_path(const char *name, const char *work_dir);
+
+/* Prints the property table to OUT: for `kingest properties` (a name line, then its doc and its default
+ * indented), or with MARKDOWN as the README's table. */
+void kg_config_print_properties(FILE *out, bool markdown);
 
 /* Parses a value among ALLOWED (a NULL-terminated list, matched case-insensitively). Returns its index,
  * or -1 and an error naming PROPERTY, ORIGIN, the value and the allowed values. */

@@ -120,9 +120,15 @@ static const char *usage_plan =
     "      --strict           Refuse properties kingest does not know or does not implement (job.strict=true)\n"
     "  -h, --help             Show this help\n";
 
-static const char *usage_properties = "Usage: kingest properties\n"
-                                      "\n"
-                                      "Lists the job properties kingest reads, with their defaults and meaning.\n";
+static const char *usage_properties =
+    "Usage: kingest properties\n"
+    "       kingest properties --markdown\n"
+    "\n"
+    "Lists the job properties kingest reads, with their defaults and meaning.\n"
+    "\n"
+    "Options:\n"
+    "      --markdown  Print them as the Markdown table of README.md's \"Job properties\"\n"
+    "  -h, --help      Show this help\n";
 
 /* Prints the error as one line on stderr; a multi-line message (a traceback) goes to the log first. */
 static int fail(int status, const char *msg) {
@@ -311,8 +317,8 @@ static int job_ref(const char *job, const kg_args_t *a, kg_job_ref_t *r, char *e
                    "--state-store-dir or --work-dir, or set GOBBLIN_WORK_DIR",
                    job);
   r->job_name = kg_xstrdup(job);
-  r->state_dir = a->state_dir ? kg_xstrdup(a->state_dir) : kg_xasprintf("%s/state-store", wd);
-  r->lock_dir = wd ? kg_xasprintf("%s/locks", wd) : NULL;
+  r->state_dir = a->state_dir ? kg_xstrdup(a->state_dir) : kg_config_default_path("state.store.dir", wd);
+  r->lock_dir = wd ? kg_config_default_path("job.lock.dir", wd) : NULL;
   return KG_OK;
 }
 
@@ -510,17 +516,13 @@ static int cmd_state(int argc, char **argv) {
 }
 
 static int cmd_properties(int argc, char **argv) {
-  if (argc > 2) {
+  bool markdown = argc == 3 && !strcmp(argv[2], "--markdown");
+  if (argc > 2 && !markdown) {
     bool help = is_help(argv[2]);
     fputs(usage_properties, help ? stdout : stderr);
     return help ? 0 : 2;
   }
-  size_t n;
-  const kg_property_doc_t *docs = kg_config_property_docs(&n);
-  for (size_t i = 0; i < n; i++) {
-    printf("%s%s\n    %s\n    default: %s\n", docs[i].name, docs[i].mode == 1 ? " (MapReduce only)" : "", docs[i].doc,
-           docs[i].default_value ? docs[i].default_value : "(none)");
-  }
+  kg_config_print_properties(stdout, markdown);
   return 0;
 }
 

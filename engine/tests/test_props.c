@@ -1,4 +1,5 @@
 /* test_props.c: the Gobblin properties reader and the job config built from it. */
+#include <limits.h>
 #include <stdlib.h>
 
 #include "config.h"
@@ -449,6 +450,185 @@ static void test_limits(void) {
   }
 }
 
+/* A check on one row of the property table: a failure names the row. */
+#define CHECK_ROW(p, cond)                                                                                             \
+  do {                                                                                                                 \
+    if (!(cond)) fprintf(stderr, "property %s:\n", (p)->name);                                                         \
+    CHECK(cond);                                                                                                       \
+  } while (0)
+
+/* Every row of the property table is well formed: a one-line doc, a default that parses with the row's own type
+ * (the same code as a user's value), the enum names in the doc, a field of the type's size, and one row for
+ * each name. */
+static void test_property_table(void) {
+  size_t n;
+  const kg_property_t *rows = kg_config_properties(&n);
+  CHECK(n > 50);
+  CHECK_STR(rows[0].name, "job.name"); /* read before the work dir is resolved */
+  kg_config_t scratch = {.job_file = "/jobs/quick.pull"};
+  for (size_t i = 0; i < n; i++) {
+    const kg_property_t *p = &rows[i];
+    char err[KG_ERRLEN] = "";
+    CHECK_ROW(p, p->doc && *p->doc && !strchr(p->doc, '\n') && !strchr(p->doc, '|'));
+    CHECK_ROW(p, kg_config_property(p->name) == p);
+    if (p->alias) CHECK_ROW(p, kg_config_property(p->alias) == p);
+    for (size_t j = 0; j < i; j++) {
+      CHECK_ROW(p, strcmp(rows[j].name, p->name) && (!rows[j].alias || strcmp(rows[j].alias, p->name)));
+      if (p->alias) CHECK_ROW(p, strcmp(rows[j].name, p->alias) && (!rows[j].alias || strcmp(rows[j].alias, p->alias)));
+    }
+
+    /* The default: a constant, computed, or none (and then the docs say what no value means, or nothing). */
+    CHECK_ROW(p, !(p->def && p->computed));
+    CHECK_ROW(p, !p->computed || p->def_doc);
+    CHECK_ROW(p, !p->required || (!p->def && !p->computed));
+    char *computed = p->computed ? p->computed(&scratch) : NULL;
+    const char *def = p->def ? p->def : computed;
+    if (def) {
+      kg_property_value_t v;
+      CHECK_ROW(p, kg_property_parse(p, p->name, "default", def, "/work", &v, err) == KG_OK);
+      if (p->type == KG_PROP_STRING || p->type == KG_PROP_PATH) free(v.s);
+    }
+    free(computed);
+
+    /* Names and bounds. */
+    if (p->type == KG_PROP_ENUM || p->type == KG_PROP_CLASS) {
+      CHECK_ROW(p, p->names && p->names[0]);
+      for (int k = 0; p->names && p->names[k]; k++)
+        CHECK_ROW(p, strstr(p->doc, p->names[k]) != NULL);
+    } else {
+      CHECK_ROW(p, p->names == NULL);
+    }
+    if (p->type == KG_PROP_INT) CHECK_ROW(p, p->min <= p->max);
+    if (p->type == KG_PROP_DOUBLE && !p->part_of) CHECK_ROW(p, p->dmin < p->dmax);
+
+    /* The field: its size fits the type; an int field's bounds fit an int. */
+    if (p->size) {
+      CHECK_ROW(p, !p->set && p->offset + p->size <= sizeof(kg_config_t));
+      switch (p->type) {
+      case KG_PROP_STRING:
+      case KG_PROP_PATH: CHECK_ROW(p, p->size == sizeof(char *)); break;
+      case KG_PROP_BOOL: CHECK_ROW(p, p->size == sizeof(bool)); break;
+      case KG_PROP_INT:
+        CHECK_ROW(p, p->size == sizeof(int64_t) || (p->size == sizeof(int) && p->min >= INT_MIN && p->max <= INT_MAX));
+        break;
+      case KG_PROP_DOUBLE: CHECK_ROW(p, p->size == sizeof(double)); break;
+      case KG_PROP_ENUM: CHECK_ROW(p, p->size == sizeof(int)); break;
+      default: CHECK_ROW(p, false); break;
+      }
+    }
+    if (p->part_of) {
+      const kg_property_t *reader = kg_config_property(p->part_of);
+      CHECK_ROW(p, reader && reader->set && reader < p);
+    }
+    if (p->mode == KG_MODE_MAPREDUCE) CHECK_ROW(p, !p->size && !p->set && !p->def);
+  }
+
+  /* Names resolve: aliases to their row, keys under kafka.consumer.* to that row, others to nothing. */
+  CHECK_STR(kg_config_property("extract.limit.timeLimit")->name, "extract.limit.time.limit");
+  CHECK_STR(kg_config_property("extract.limit.countLimit")->name, "extract.limit.count.limit");
+  CHECK_STR(kg_config_property("extract.limit.rateLimitTimeunit")->name, "extract.limit.rate.limit.timeunit");
+  CHECK_STR(kg_config_property("kafka.consumer.fetch.wait.max.ms")->name, "kafka.consumer.*");
+  CHECK(kg_config_property("kafka.consumer") == NULL);
+  CHECK(kg_config_property("topic.whitelst") == NULL);
+
+  /* Paths under the work dir, for a job known only by name. */
+  char *path = kg_config_default_path("state.store.dir", "/srv/work");
+  CHECK_STR(path, "/srv/work/state-store");
+  free(path);
+  path = kg_config_default_path("job.lock.dir", "rel");
+  CHECK_STR(path, "rel/locks");
+  free(path);
+  CHECK(kg_config_default_path("kafka.brokers", "/srv/work") == NULL);
+}
+
+/* A job that gives nothing but kafka.brokers gets every row's default in its field: the documented defaults are
+ * the ones the engine uses. */
+static void test_defaults_land(void) {
+  char err[KG_ERRLEN] = "";
+  kg_config_t *c = NULL;
+  CHECK_INT(config_from("kafka.brokers=b:1\n", &c, err), KG_OK);
+  if (!c) return;
+  size_t n;
+  const kg_property_t *rows = kg_config_properties(&n);
+  for (size_t i = 0; i < n; i++) {
+    const kg_property_t *p = &rows[i];
+    if (!p->size || !p->def) continue;
+    kg_property_value_t v;
+    CHECK_ROW(p, kg_property_parse(p, p->name, "default", p->def, c->work_dir, &v, err) == KG_OK);
+    const char *field = (const char *)c + p->offset;
+    if (p->type == KG_PROP_STRING || p->type == KG_PROP_PATH) {
+      char *s;
+      memcpy(&s, field, sizeof s);
+      CHECK_ROW(p, s && !strcmp(s, v.s));
+      free(v.s);
+    } else if (p->type == KG_PROP_INT && p->size == sizeof(int)) {
+      int x;
+      memcpy(&x, field, sizeof x);
+      CHECK_ROW(p, x == v.i);
+    } else {
+      CHECK_ROW(p, !memcmp(field, &v, p->size));
+    }
+  }
+  /* The odd rows, landed by their setters. */
+  CHECK_STR(c->output_format, "txt");
+  CHECK_INT(c->delimiter_len, 1);
+  CHECK(!c->skip_error_limit_set);
+  CHECK(!c->limit_enabled);
+  CHECK_STR(c->job_name, "quick");
+  CHECK(c->threadpool_size >= 1 && c->threadpool_size <= 1024);
+  CHECK_INT(c->batch_size, 1000);
+  CHECK_INT(c->metrics_interval_ms, 30000);
+  CHECK_INT(c->fetch_timeout_ms, 30000);
+  CHECK_INT(c->metadata_timeout_ms, 15000);
+  CHECK_INT(c->batch_timeout_ms, 60000);
+  CHECK_INT(c->progress_interval_ms, 5000);
+  CHECK(c->error_max_ratio == 0.1);
+  CHECK(c->pre_grouping_factor == 3.0);
+  CHECK_STR(c->lock_dir, "/tmp/kg-work/locks");
+  CHECK_STR(c->metrics_dir, "/tmp/kg-work/metrics");
+  kg_config_destroy(c);
+
+  /* An empty path or job name means the default. */
+  CHECK_INT(config_from("kafka.brokers=b:1\njob.name=\nmetrics.log.dir=\n", &c, err), KG_OK);
+  if (c) {
+    CHECK_STR(c->job_name, "quick");
+    CHECK_STR(c->metrics_dir, "/tmp/kg-work/metrics");
+  }
+  kg_config_destroy(c);
+}
+
+/* `kingest properties` and its Markdown table list every row, with its default. */
+static void test_print_properties(void) {
+  char out[65536];
+  for (int markdown = 0; markdown < 2; markdown++) {
+    FILE *f = tmpfile();
+    kg_config_print_properties(f, markdown);
+    rewind(f);
+    out[fread(out, 1, sizeof out - 1, f)] = '\0';
+    fclose(f);
+    size_t n;
+    const kg_property_t *rows = kg_config_properties(&n);
+    for (size_t i = 0; i < n; i++)
+      if (!strchr(rows[i].name, '*')) CHECK_CONTAINS(out, rows[i].name);
+    if (markdown) {
+      CHECK(!strncmp(out, "| Property | Default | Meaning |\n|---|---|---|\n", 46));
+      CHECK_CONTAINS(out, "\n| `kafka.brokers` | required | ");
+      CHECK_CONTAINS(out, "\n| `kafka.consumer.<name>` | | ");
+      CHECK_CONTAINS(out, "\n| `extract.limit.count.limit` (also `extract.limit.countLimit`) | | ");
+      CHECK_CONTAINS(out, "\n| `simple.writer.delimiter` | `\\n` | ");
+      CHECK_CONTAINS(out, "\n| `kafka.fetch.batch.size` | `1000` | Records handed to the script per call. From `1` to "
+                          "`1000000`. |\n");
+    } else {
+      CHECK_CONTAINS(
+          out, "\nkafka.brokers\n    Comma-separated host:port list of the Kafka brokers.\n    default: (none)\n");
+      CHECK_CONTAINS(out, "\nmr.job.root.dir (MapReduce only)\n");
+      CHECK_CONTAINS(out, "\nbootstrap.with.offset\n");
+      CHECK_CONTAINS(out, "\n    default: latest\n");
+      CHECK(strchr(out, '`') == NULL);
+    }
+  }
+}
+
 static void test_work_dir(void) {
   char err[KG_ERRLEN] = "";
   kg_props_t *p = kg_props_new();
@@ -475,5 +655,8 @@ int main(void) {
   test_consumer_keys();
   test_limits();
   test_work_dir();
+  test_property_table();
+  test_defaults_land();
+  test_print_properties();
   TEST_MAIN_END();
 }

@@ -26,6 +26,23 @@ describe("README.md", function()
     end
   end)
 
+  it("has `kingest properties --markdown` as its table of job properties", function()
+    local section = assert(readme:match("\n## Job properties\n(.-)\n## "), "README.md has no Job properties section")
+    local rows = {}
+    for line in (section .. "\n"):gmatch("([^\n]*)\n") do
+      if line:match("^|") then
+        rows[#rows + 1] = line
+      elseif #rows > 0 then
+        break -- the first table of the section
+      end
+    end
+    assert.truthy(read(bin .. " properties --help"):find("\n      --markdown ", 1, true), "properties --help")
+    local generated = read(bin .. " properties --markdown")
+    assert.truthy(#rows > 30, "README.md's Job properties section has no table")
+    assert.are.equal(generated, table.concat(rows, "\n") .. "\n",
+      "README.md's properties table differs from `kingest properties --markdown`; paste that output into it")
+  end)
+
   it("opens with the quick start and the test command", function()
     local first_block = readme:match("```sh\n(.-)```")
     assert.matches("^scripts/quickstart", first_block)
