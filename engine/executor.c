@@ -163,6 +163,11 @@ static void *watchdog(void *arg) {
 
 void kg_executor_run(const kg_executor_t *x) {
   const kg_config_t *c = x->config;
+  size_t nunits = 0;
+  for (size_t i = 0; i < x->ntasks; i++)
+    nunits += x->tasks[i].spec.nunits;
+  KG_INFO("Running %zu work units as %zu tasks on %d threads", nunits, x->ntasks,
+          c->threadpool_size < (int)x->ntasks ? c->threadpool_size : (int)x->ntasks);
   kg_pool_t pool = {.executor = x, .next = 0};
   pthread_mutex_init(&pool.mutex, NULL);
   size_t nthreads = (size_t)c->threadpool_size < x->ntasks ? (size_t)c->threadpool_size : x->ntasks;

@@ -93,7 +93,4 @@ typedef struct {
 void kg_task_run(kg_task_t *task);
 void kg_task_clear(kg_task_t *task);
 
-/* The output sub-path (FP) of TOPIC under CONFIG's writer.file.path.type; a new string. */
-char *kg_task_file_path(const kg_config_t *config, const char *topic, const char *extract_id);
-
 #endif

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "output.h"
 #include "task.h"
 #include "test.h"
 #include "writer.h"
