@@ -2,6 +2,7 @@
 #include "result.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void kg_unit_result_json(kg_buf_t *out, const kg_workunit_t *wu, const kg_unit_result_t *r) {
@@ -56,4 +57,87 @@ int kg_unit_result_from_json(const kg_json_t *v, const kg_workunit_t *wu, const 
   }
   if (rc) memset(r, 0, sizeof *r);
   return rc;
+}
+
+void kg_task_result_json(kg_buf_t *out, const kg_task_t *t) {
+  const kg_task_result_t *r = &t->result;
+  kg_buf_append(out, "{\"task\":", 8);
+  kg_json_string(out, t->spec.task_id);
+  kg_buf_appendf(out, ",\"succeeded\":%s,\"rc\":%d,\"error\":", r->succeeded ? "true" : "false", r->rc);
+  kg_json_string(out, r->error);
+  kg_buf_append(out, ",\"firstError\":", 14);
+  kg_json_string(out, r->first_error);
+  kg_buf_appendf(out, ",\"elapsedMs\":%lld,\"units\":[", (long long)r->elapsed_ms);
+  for (size_t u = 0; r->units && u < t->spec.nunits; u++) {
+    if (u) kg_buf_append(out, ",", 1);
+    kg_unit_result_json(out, t->spec.units[u], &r->units[u]);
+  }
+  kg_buf_append(out, "],\"files\":[", 11);
+  for (size_t f = 0; f < r->nfiles; f++) {
+    kg_buf_append(out, f ? ",{\"filePath\":" : "{\"filePath\":", f ? 13 : 12);
+    kg_json_string(out, r->files[f].file_path);
+    kg_buf_append(out, ",\"output\":", 10);
+    kg_json_string(out, r->files[f].output);
+    kg_buf_append(out, ",\"final\":", 9);
+    kg_json_string(out, r->files[f].final);
+    kg_buf_append(out, "}", 1);
+  }
+  kg_buf_append(out, "],\"metrics\":", 12);
+  kg_metrics_json_exact(&r->metrics, out);
+  kg_buf_append(out, "}", 1);
+}
+
+/* Frees what kg_task_result_from_json had read into R. */
+static void clear_result(kg_task_result_t *r) {
+  free(r->units);
+  for (size_t i = 0; i < r->nfiles; i++) {
+    free(r->files[i].file_path);
+    free(r->files[i].output);
+    free(r->files[i].final);
+  }
+  free(r->files);
+  kg_metrics_free(&r->metrics);
+  memset(r, 0, sizeof *r);
+}
+
+int kg_task_result_from_json(const kg_json_t *v, kg_task_t *t, const char *what, char *errbuf) {
+  kg_task_result_t *r = &t->result;
+  memset(r, 0, sizeof *r);
+  const char *id = NULL, *error = NULL, *first = NULL;
+  int64_t rc = 0;
+  int err = kg_json_get_string(v, "task", what, &id, errbuf);
+  if (!err && strcmp(id, t->spec.task_id))
+    err = kg_fail(errbuf, KG_EINVAL, "%s: the result of task %s where %s was expected", what, id, t->spec.task_id);
+  if (!err) err = kg_json_get_bool(v, "succeeded", what, &r->succeeded, errbuf);
+  if (!err) err = kg_json_get_int(v, "rc", what, &rc, errbuf);
+  if (!err) err = kg_json_get_string(v, "error", what, &error, errbuf);
+  if (!err) err = kg_json_get_string(v, "firstError", what, &first, errbuf);
+  if (!err) err = kg_json_get_int(v, "elapsedMs", what, &r->elapsed_ms, errbuf);
+  if (!err) {
+    r->rc = (int)rc;
+    snprintf(r->error, sizeof r->error, "%s", error);
+    snprintf(r->first_error, sizeof r->first_error, "%s", first);
+  }
+  const kg_json_t *units = kg_json_get(v, "units");
+  if (!err && (!units || units->type != KG_JSON_ARRAY || units->count != t->spec.nunits))
+    err = kg_fail(errbuf, KG_EINVAL, "%s: \"units\" must be an array of the %zu results of the task's work units", what,
+                  t->spec.nunits);
+  if (!err) r->units = kg_xcalloc(t->spec.nunits ? t->spec.nunits : 1, sizeof(kg_unit_result_t));
+  for (size_t u = 0; !err && u < t->spec.nunits; u++)
+    err = kg_unit_result_from_json(&units->items[u], t->spec.units[u], what, &r->units[u], errbuf);
+  const kg_json_t *files = kg_json_get(v, "files");
+  if (!err && (!files || files->type != KG_JSON_ARRAY))
+    err = kg_fail(errbuf, KG_EINVAL, "%s: \"files\" must be an array", what);
+  for (size_t f = 0; !err && f < files->count; f++) {
+    const char *fp = NULL, *output = NULL, *final = NULL;
+    err = kg_json_get_string(&files->items[f], "filePath", what, &fp, errbuf);
+    if (!err) err = kg_json_get_string(&files->items[f], "output", what, &output, errbuf);
+    if (!err) err = kg_json_get_string(&files->items[f], "final", what, &final, errbuf);
+    if (err) break;
+    r->files = kg_xrealloc(r->files, (r->nfiles + 1) * sizeof(kg_task_file_t));
+    r->files[r->nfiles++] = (kg_task_file_t){kg_xstrdup(fp), kg_xstrdup(output), kg_xstrdup(final)};
+  }
+  if (!err) err = kg_metrics_from_json(&r->metrics, kg_json_get(v, "metrics"), what, errbuf);
+  if (err) clear_result(r);
+  return err;
 }

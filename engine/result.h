@@ -16,4 +16,14 @@ void kg_unit_result_json(kg_buf_t *out, const kg_workunit_t *wu, const kg_unit_r
 int kg_unit_result_from_json(const kg_json_t *v, const kg_workunit_t *wu, const char *what, kg_unit_result_t *r,
                              char *errbuf);
 
+/* Appends the JSON form of what task T did to OUT: {"task", "succeeded", "rc", "error", "firstError",
+ * "elapsedMs", "units": [unit results, in the order of t->spec.units], "files": [{"filePath", "output", "final"}],
+ * "metrics": {name: number}}. Every number reads back exactly. */
+void kg_task_result_json(kg_buf_t *out, const kg_task_t *task);
+
+/* Reads a task's result back from V into task->result (which must be empty), checking that it is the result of
+ * the task task->spec describes (same task id, and a result for each of its units, in order). KG_EINVAL names WHAT
+ * and what is missing or wrong; task->result is then empty again. */
+int kg_task_result_from_json(const kg_json_t *v, kg_task_t *task, const char *what, char *errbuf);
+
 #endif

@@ -255,11 +255,74 @@ static void test_metrics(void) {
   kg_metrics_free(&back);
 }
 
+static void test_task_result(void) {
+  char err[KG_ERRLEN];
+  kg_workunit_t a = {.topic = "a", .partition = 0}, b = {.topic = "b", .partition = 5};
+  kg_workunit_t *units[] = {&a, &b};
+  kg_task_t t = {0};
+  t.spec.task_id = "task_job_1_0";
+  t.spec.units = units;
+  t.spec.nunits = 2;
+  t.result.succeeded = false;
+  t.result.rc = KG_EBUDGET;
+  snprintf(t.result.error, sizeof t.result.error, "over \"budget\"");
+  snprintf(t.result.first_error, sizeof t.result.first_error, "a:0 offset 3: decodeRecord failed: x");
+  t.result.elapsed_ms = 77;
+  kg_unit_result_t results[2] = {{.actual_high = 10, .records = 10}, {.actual_high = 3, .records = 2, .deleted = 1}};
+  t.result.units = results;
+  kg_task_file_t files[1] = {{"a", "/d/task-output/a/part.x.txt", "/out/a/part.x.txt"}};
+  t.result.files = files;
+  t.result.nfiles = 1;
+  kg_metrics_add(&t.result.metrics, KG_M_RECORDS_READ, 12);
+  kg_metrics_add(&t.result.metrics, "x.meanRate", 0.1);
+  kg_buf_t buf = {0};
+  kg_task_result_json(&buf, &t);
+  kg_json_t *v = NULL;
+  CHECK_INT(kg_json_parse(buf.data, buf.len, "result", &v, err), KG_OK);
+  kg_task_t back = {0};
+  back.spec = t.spec;
+  CHECK_INT(kg_task_result_from_json(v, &back, "result", err), KG_OK);
+  CHECK(!back.result.succeeded);
+  CHECK_INT(back.result.rc, KG_EBUDGET);
+  CHECK_STR(back.result.error, t.result.error);
+  CHECK_STR(back.result.first_error, t.result.first_error);
+  CHECK_INT(back.result.elapsed_ms, 77);
+  CHECK_INT(back.result.units[0].actual_high, 10);
+  CHECK_INT(back.result.units[1].deleted, 1);
+  CHECK_INT(back.result.nfiles, 1);
+  CHECK_STR(back.result.files[0].final, "/out/a/part.x.txt");
+  CHECK(kg_metrics_get(&back.result.metrics, "x.meanRate") == 0.1);
+  CHECK(kg_metrics_get(&back.result.metrics, KG_M_RECORDS_READ) == 12);
+  /* Written again, it is the same document. */
+  kg_buf_t again = {0};
+  kg_task_result_json(&again, &back);
+  CHECK_STR(again.data, buf.data);
+  kg_buf_free(&again);
+  back.spec.task_id = NULL;
+  back.spec.units = NULL;
+  kg_task_clear(&back);
+  /* Another task's result, or one with too few units, is refused. */
+  kg_task_t other = {0};
+  other.spec = t.spec;
+  other.spec.task_id = "task_job_1_1";
+  CHECK_INT(kg_task_result_from_json(v, &other, "r.json", err), KG_EINVAL);
+  CHECK_STR(err, "r.json: the result of task task_job_1_0 where task_job_1_1 was expected");
+  other.spec.task_id = t.spec.task_id;
+  other.spec.nunits = 1;
+  CHECK_INT(kg_task_result_from_json(v, &other, "r.json", err), KG_EINVAL);
+  CHECK_CONTAINS(err, "\"units\" must be an array of the 1 results");
+  CHECK(other.result.units == NULL);
+  kg_json_free(v);
+  kg_buf_free(&buf);
+  kg_metrics_free(&t.result.metrics);
+}
+
 int main(void) {
   test_reader();
   test_doubles();
   test_workunit();
   test_unit_result();
   test_metrics();
+  test_task_result();
   TEST_MAIN_END();
 }
