@@ -451,10 +451,12 @@ static void test_limits(void) {
 }
 
 /* A check on one row of the property table: a failure names the row. */
+/* COND is evaluated once: it may have effects (a parse that allocates). */
 #define CHECK_ROW(p, cond)                                                                                             \
   do {                                                                                                                 \
-    if (!(cond)) fprintf(stderr, "property %s:\n", (p)->name);                                                         \
-    CHECK(cond);                                                                                                       \
+    bool _ok = (cond);                                                                                                 \
+    if (!_ok) fprintf(stderr, "property %s:\n", (p)->name);                                                            \
+    CHECK(_ok);                                                                                                        \
   } while (0)
 
 /* Every row of the property table is well formed: a one-line doc, a default that parses with the row's own type
