@@ -15,9 +15,7 @@ local slow_decode = H.slow_decode
 
 local run_ok = H.run_ok
 
-local function output(work, topic)
-  return H.output_lines(work .. "/job-output/" .. topic)
-end
+local output = H.published
 
 describe("extract limits", function()
   -- One topic of three partitions with 100 records each, pulled by one task.

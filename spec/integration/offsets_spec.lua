@@ -16,9 +16,7 @@ end
 
 local run_ok = H.run_ok
 
-local function output(work, topic)
-  return H.output_lines(work .. "/job-output/" .. topic)
-end
+local output = H.published
 
 -- "PREFIX FROM" .. "PREFIX TO".
 local function records(prefix, from, to)

@@ -14,16 +14,9 @@ end
 
 local run_ok = H.run_ok
 
-local function output(work, topic)
-  return H.output_lines(work .. "/job-output/" .. topic)
-end
+local output = H.published
 
--- Every record of each of TOPICS is in WORK's output exactly once.
-local function assert_exactly_once(work, topics)
-  for _, topic in ipairs(topics) do
-    assert.same(H.sorted(H.kcat_payloads(topic)), H.sorted(output(work, topic)))
-  end
-end
+local assert_exactly_once = H.assert_exactly_once
 
 -- The latest offset of every partition of TOPICS, asked of the broker by kcat: { ["topic:partition"] = n }.
 local function latest_offsets(topics)

@@ -14,9 +14,7 @@ local slow_decode = H.slow_decode
 
 local run_ok = H.run_ok
 
-local function output(work, topic)
-  return H.output_lines(work .. "/job-output/" .. topic)
-end
+local output = H.published
 
 describe("progress", function()
   -- One partition of 40 records, 25 ms each in decodeRecord: a run of about a second.

@@ -18,9 +18,7 @@ local function job_file(work, whitelist, props)
   return H.job({ dir = work, name = JOB, topics = whitelist, props = p })
 end
 
-local function output(work, topic)
-  return H.output_lines(work .. "/job-output/" .. topic)
-end
+local output = H.published
 
 local function assert_logged(log, text)
   assert.truthy(log:find(text, 1, true), "missing log line: " .. text .. "\n" .. log)

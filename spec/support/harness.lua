@@ -199,6 +199,9 @@ function H.files(dir) return list_files(dir, false) end
 -- The lines of every file under DIR, concatenated in file-name order.
 function H.output_lines(dir) return lines_of(dir, H.files(dir)) end
 
+-- The lines a run in WORK published for TOPIC (its folder in job-output, with writer.file.path.type=tablename).
+function H.published(work, topic) return H.output_lines(work .. "/job-output/" .. topic) end
+
 -- Sorted copy of an array.
 function H.sorted(t)
   local c = {}
@@ -216,6 +219,13 @@ function H.kcat_payloads(topic)
   local lines = {}
   for line in out:gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
   return lines
+end
+
+-- Asserts that every record of each of TOPICS (a list), as kcat reads it, is in WORK's output exactly once.
+function H.assert_exactly_once(work, topics)
+  for _, topic in ipairs(topics) do
+    require("luassert").are.same(H.sorted(H.kcat_payloads(topic)), H.sorted(H.published(work, topic)))
+  end
 end
 
 -- Runs SQL on the SQLite database at DB with the sqlite3 tool; returns its rows as arrays of strings.
