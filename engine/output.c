@@ -110,6 +110,17 @@ static void base64(kg_buf_t *out, const unsigned char *p, size_t n) {
   }
 }
 
+/* The N bytes at P as a JSON string of their base64, or null when P is NULL (a null key or payload). */
+static void base64_or_null(kg_buf_t *out, const char *p, size_t n) {
+  if (!p) {
+    kg_buf_append(out, "null", 4);
+    return;
+  }
+  kg_buf_append(out, "\"", 1);
+  base64(out, (const unsigned char *)p, n);
+  kg_buf_append(out, "\"", 1);
+}
+
 int kg_outputs_quarantine(kg_outputs_t *run, const kg_workunit_t *wu, const kg_record_t *r, const char *stage,
                           const char *error, char *errbuf) {
   char *fp = kg_task_file_path(run->spec->config, wu->topic, run->spec->extract_id);
@@ -124,21 +135,9 @@ int kg_outputs_quarantine(kg_outputs_t *run, const kg_workunit_t *wu, const kg_r
   kg_buf_append(&line, ",\"error\":", 9);
   kg_json_string(&line, error);
   kg_buf_append(&line, ",\"key_base64\":", 14);
-  if (r->key_ptr) {
-    kg_buf_append(&line, "\"", 1);
-    base64(&line, (const unsigned char *)r->key_ptr, r->key_len);
-    kg_buf_append(&line, "\"", 1);
-  } else {
-    kg_buf_append(&line, "null", 4);
-  }
+  base64_or_null(&line, r->key_ptr, r->key_len);
   kg_buf_append(&line, ",\"value_base64\":", 16);
-  if (r->value_ptr) {
-    kg_buf_append(&line, "\"", 1);
-    base64(&line, (const unsigned char *)r->value_ptr, r->value_len);
-    kg_buf_append(&line, "\"", 1);
-  } else {
-    kg_buf_append(&line, "null", 4);
-  }
+  base64_or_null(&line, r->value_ptr, r->value_len);
   kg_buf_append(&line, "}", 1);
   int rc = output_write(run, idx, line.data, line.len);
   kg_buf_free(&line);
