@@ -11,6 +11,7 @@
  * (readme_spec checks they agree; test_props checks the row). */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -18,6 +19,8 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#include <avro.h>
 
 /* Where a row's value lands: the field of kg_config_t and its size. */
 #define KG_FIELD(f) .offset = offsetof(kg_config_t, f), .size = sizeof(((kg_config_t *)0)->f)
@@ -33,11 +36,12 @@ static const char *const reset_values[] = {"earliest", "latest", "nearest", "ski
 static const char *const new_partition_values[] = {"earliest", "latest", "bootstrap", NULL};
 static const char *const missing_values[] = {"warn", "fail", NULL};
 static const char *const sources[] = {"KafkaSimpleSource", NULL};
-static const char *const writers[] = {"SimpleDataWriterBuilder", NULL};
+static const char *const writers[] = {"SimpleDataWriterBuilder", "AvroDataWriterBuilder", NULL};
 static const char *const publishers[] = {"BaseDataPublisher", NULL};
 static const char *const launchers[] = {"LOCAL", NULL};
 static const char *const destinations[] = {"HDFS", "LOCAL", NULL};
-static const char *const formats[] = {"txt", "json", "csv", NULL};
+static const char *const formats[] = {"txt", "json", "csv", "avro", NULL};
+static const char *const codecs[] = {"null", "deflate", "snappy", NULL}; /* kg_codec_t */
 static const char *const path_types[] = {"tablename", "namespace_table", "default", NULL};
 static const char *const error_policies[] = {"skip", "fail", "quarantine", NULL};
 static const char *const estimators[] = {"AVG_RECORD_TIME", "AVG_RECORD_SIZE", "CUSTOM", NULL};
@@ -50,9 +54,17 @@ static const char *const commit_policies[] = {"full", "successful", NULL};
 static char *default_job_name(const kg_config_t *c);
 static char *default_threads(const kg_config_t *c);
 static int set_job_name(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
+static char *default_output_format(const kg_config_t *c);
+static char *trimmed(const char *value, char *buf, size_t size);
+static const char *simple_name(const char *cls);
 static int set_output_format(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                              char *errbuf);
 static int set_delimiter(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
+static char *default_codec(const kg_config_t *c);
+static int set_codec(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
+static char *no_schema(const kg_config_t *c);
+static int set_avro_schema(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                           char *errbuf);
 static int set_skip_errors(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                            char *errbuf);
 static int set_limits(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
@@ -173,7 +185,8 @@ static const kg_property_t properties[] = {
      .type = KG_PROP_CLASS,
      .def = "gobblin.writer.SimpleDataWriterBuilder",
      .names = writers,
-     .doc = "`SimpleDataWriterBuilder`: the simple writer."},
+     .doc = "`SimpleDataWriterBuilder`: the simple writer (`txt`, `json`, `csv`); `AvroDataWriterBuilder`: Avro "
+            "object container files (`writer.output.format` `avro`, its default with this builder)."},
     {.name = "data.publisher.type",
      .type = KG_PROP_CLASS,
      .def = "gobblin.publisher.BaseDataPublisher",
@@ -203,10 +216,12 @@ static const kg_property_t properties[] = {
      .doc = "File system of the state store: must be local in standalone mode; an `hdfs://` URI is an error."},
     {.name = "writer.output.format",
      .type = KG_PROP_ENUM,
-     .def = "txt",
      .names = formats,
+     .def_doc = "txt (avro with AvroDataWriterBuilder)",
+     .computed = default_output_format,
      .set = set_output_format,
-     .doc = "File extension: `txt`, `json` or `csv`."},
+     .doc = "The output's format and file extension: `txt`, `json` or `csv` (the simple writer), or `avro` (Avro "
+            "object container files of the records' Avro binary datums, schema `writer.avro.schema`)."},
     {.name = "writer.file.path.type",
      .type = KG_PROP_ENUM,
      .def = "default",
@@ -230,6 +245,37 @@ static const kg_property_t properties[] = {
      .def = "false",
      KG_FIELD(prepend_size),
      .doc = "Write each record's length as 8 big-endian bytes before it."},
+    /* The Avro writer, read after writer.output.format. */
+    {.name = "writer.codec.type",
+     .type = KG_PROP_ENUM,
+     .names = codecs,
+     .def_doc = "deflate for avro, null otherwise",
+     .computed = default_codec,
+     .set = set_codec,
+     .doc = "Compression of Avro blocks: `null`, `deflate` or `snappy` (the codecs of the Avro spec; Gobblin's "
+            "`bzip2` and `xz` are refused). Text output is written uncompressed: another codec with a text format is "
+            "an error."},
+    {.name = "writer.deflate.level",
+     .type = KG_PROP_INT,
+     .def = "9",
+     .min = 0,
+     .max = 9,
+     KG_FIELD(deflate_level),
+     .doc = "Level of the `deflate` codec; 9 is Gobblin's default, and 6 makes files of about the same size about 4.5 "
+            "times faster."},
+    {.name = "writer.avro.schema",
+     .type = KG_PROP_STRING,
+     .def_doc = "none",
+     .computed = no_schema,
+     .set = set_avro_schema,
+     .doc = "The records' Avro schema, as JSON text: `avro` output needs it or `writer.avro.schema.file` (kingest's "
+            "names: Gobblin's writer takes the schema its converters give). Each record must be one Avro binary datum "
+            "of it; the text goes into each file's header byte for byte. Checked when the job starts, the error "
+            "naming avro-c's reason."},
+    {.name = "writer.avro.schema.file",
+     .type = KG_PROP_PATH,
+     .part_of = "writer.avro.schema",
+     .doc = "A file holding the records' Avro schema (instead of `writer.avro.schema`)."},
 
     /* Records that fail in the script. */
     {.name = "decode.error.policy",
@@ -491,11 +537,122 @@ static int set_job_name(kg_config_t *c, const kg_property_t *p, const char *key,
   return KG_OK;
 }
 
+/* As in Gobblin, whose default format is AVRO: avro with AvroDataWriterBuilder, txt (the simple writer's)
+ * otherwise. */
+static char *default_output_format(const kg_config_t *c) {
+  char tmp[256];
+  const char *builder = c->props ? kg_props_get(c->props, "writer.builder.class") : NULL;
+  return kg_xstrdup(
+      builder && !strcmp(simple_name(trimmed(builder, tmp, sizeof tmp)), "AvroDataWriterBuilder") ? "avro" : "txt");
+}
+
 /* The format is kept as its lower-case name: it is the output files' extension. */
 static int set_output_format(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                              char *errbuf) {
   (void)key, (void)errbuf;
   c->output_format = kg_xstrdup(p->names[v->e]);
+  return KG_OK;
+}
+
+static bool is_avro(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "avro"); }
+
+/* Gobblin's default codec, deflate, for Avro; text output is uncompressed. */
+static char *default_codec(const kg_config_t *c) { return kg_xstrdup(is_avro(c) ? "deflate" : "null"); }
+
+static int set_codec(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf) {
+  c->codec = (kg_codec_t)v->e;
+  if (key && !is_avro(c) && c->codec != KG_CODEC_NULL)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: %s=%s: writer.output.format=%s is written uncompressed (compressed text output is not "
+                   "implemented); remove it, or set it to null",
+                   origin_of(c->props, key), key, p->names[v->e], c->output_format);
+  return KG_OK;
+}
+
+static char *no_schema(const kg_config_t *c) {
+  (void)c;
+  return kg_xstrdup("");
+}
+
+/* The bytes of file PATH: a new string of *LEN bytes, or NULL with the reason in WHY. */
+static char *read_file(const char *path, size_t *len, char *why, size_t why_size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(why, why_size, "%s", strerror(errno));
+    return NULL;
+  }
+  kg_buf_t buf = {0};
+  char chunk[8192];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    kg_buf_append(&buf, chunk, n);
+  bool failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    snprintf(why, why_size, "read error");
+    kg_buf_free(&buf);
+    return NULL;
+  }
+  *len = buf.len;
+  return buf.data ? buf.data : kg_xstrdup("");
+}
+
+/* writer.avro.schema, or writer.avro.schema.file, read together: the schema text, checked by avro-c. avro-c
+ * keeps its error text in one global buffer: it is read right after the failing call, on the main thread. */
+static int set_avro_schema(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                           char *errbuf) {
+  const kg_property_t *file_row = kg_config_property("writer.avro.schema.file");
+  const char *file = kg_props_get(c->props, file_row->name);
+  const char *given = key ? key : file ? file_row->name : NULL;
+  if (key && file) {
+    free(v->s);
+    return kg_fail(errbuf, KG_EINVAL, "%s: properties %s and %s are both set; set one of them",
+                   origin_of(c->props, file_row->name), p->name, file_row->name);
+  }
+  if (!is_avro(c)) {
+    free(v->s);
+    if (!given) return KG_OK;
+    return kg_fail(errbuf, KG_EINVAL, "%s: %s is read by the Avro writer only, and writer.output.format is %s",
+                   origin_of(c->props, given), given, c->output_format);
+  }
+  if (!given) {
+    free(v->s);
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: writer.output.format=avro needs the records' Avro schema: set writer.avro.schema (its JSON "
+                   "text) or writer.avro.schema.file (a file holding it)",
+                   c->job_file);
+  }
+  size_t len = strlen(v->s);
+  char *path = NULL;
+  if (!key) {
+    free(v->s);
+    kg_property_value_t pv;
+    int rc = kg_property_parse(file_row, file_row->name, origin_of(c->props, file_row->name), file, NULL, &pv, errbuf);
+    if (rc) return rc;
+    path = pv.s;
+    char why[256];
+    v->s = read_file(path, &len, why, sizeof why);
+    if (!v->s) {
+      rc = kg_fail(errbuf, KG_EINVAL, "%s: %s=%s: cannot read %s: %s", origin_of(c->props, file_row->name),
+                   file_row->name, file, path, why);
+      free(path);
+      return rc;
+    }
+  }
+  c->avro_schema = v->s;
+  c->avro_schema_len = len;
+  avro_schema_t schema = NULL;
+  if (avro_schema_from_json_length(c->avro_schema, len, &schema)) {
+    const char *reason = avro_strerror();
+    int rc = path
+                 ? kg_fail(errbuf, KG_EINVAL, "%s: %s=%s: invalid Avro schema in %s: %s",
+                           origin_of(c->props, file_row->name), file_row->name, file, path, reason)
+                 : kg_fail(errbuf, KG_EINVAL, "%s: %s: invalid Avro schema: %s", origin_of(c->props, key), key, reason);
+    free(path);
+    return rc;
+  }
+  avro_schema_decref(schema);
+  free(path);
   return KG_OK;
 }
 
@@ -564,7 +721,6 @@ static const struct {
     {"job.schedule", NULL, "kingest runs the job once per `kingest run`; schedule that with cron or a systemd timer"},
     {"job.runonce", NULL, "kingest runs the job once per `kingest run`; schedule that with cron or a systemd timer"},
     {"job.disabled", NULL, "kingest runs the job whenever `kingest run` starts it"},
-    {"writer.codec.type", NULL, "files are written uncompressed"},
     {"writer.partitioner.class", NULL,
      "records are not partitioned: a task writes one file per topic, in writer.file.path.type's folder"},
     {"writer.file.max.size", NULL, "a task writes one file per topic, whatever its size"},
@@ -932,7 +1088,8 @@ void kg_config_destroy(kg_config_t *c) {
   char **strings[] = {&c->job_file,        &c->job_name,       &c->brokers,     &c->topic_whitelist,
                       &c->topic_blacklist, &c->move_to_latest, &c->work_dir,    &c->state_store_dir,
                       &c->task_data_root,  &c->final_dir,      &c->lock_dir,    &c->extract_namespace,
-                      &c->output_format,   &c->delimiter,      &c->metrics_dir, &c->metrics_suffix};
+                      &c->output_format,   &c->delimiter,      &c->metrics_dir, &c->metrics_suffix,
+                      &c->avro_schema};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
     free(*strings[i]);
   free(c);

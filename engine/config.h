@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "props.h"
+#include "writer.h"
 
 typedef enum { KG_BOOTSTRAP_EARLIEST = 0, KG_BOOTSTRAP_LATEST, KG_BOOTSTRAP_SKIP } kg_bootstrap_t;
 typedef enum { KG_RESET_EARLIEST = 0, KG_RESET_LATEST, KG_RESET_NEAREST, KG_RESET_SKIP } kg_reset_t;
@@ -42,6 +43,10 @@ typedef struct {
   char *delimiter;     /* simple.writer.delimiter bytes (may be empty) */
   size_t delimiter_len;
   bool prepend_size;                /* simple.writer.prepend.size */
+  kg_codec_t codec;                 /* writer.codec.type (Avro) */
+  int deflate_level;                /* writer.deflate.level, 0-9 */
+  char *avro_schema;                /* writer.avro.schema, or the text of writer.avro.schema.file; NULL unless avro */
+  size_t avro_schema_len;           /* its bytes */
   int max_mappers;                  /* mr.job.max.mappers */
   kg_commit_policy_t commit_policy; /* job.commit.policy */
   bool limit_enabled;               /* extract.limit.enabled */

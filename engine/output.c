@@ -90,8 +90,14 @@ static int output_write(kg_outputs_t *run, size_t idx, const char *data, size_t 
   kg_output_t *o = &run->outputs[idx];
   const kg_config_t *c = run->spec->config;
   if (!o->writer) {
-    kg_writer_options_t jsonl = {"\n", 1, false};
-    kg_writer_options_t options = {c->delimiter, c->delimiter_len, c->prepend_size};
+    kg_writer_options_t jsonl = {.delimiter = "\n", .delimiter_len = 1};
+    kg_writer_options_t options = {.delimiter = c->delimiter,
+                                   .delimiter_len = c->delimiter_len,
+                                   .prepend_size = c->prepend_size,
+                                   .schema = c->avro_schema,
+                                   .schema_len = c->avro_schema_len,
+                                   .codec = c->codec,
+                                   .deflate_level = c->deflate_level};
     int rc = o->quarantine
                  ? kg_writer_open(run->spec->fs, &kg_writer_simple, o->staging, &jsonl, &o->writer, run->write_error)
                  : kg_writer_open(run->spec->fs, run->spec->writer, o->staging, &options, &o->writer, run->write_error);
@@ -147,12 +153,14 @@ int kg_outputs_quarantine(kg_outputs_t *run, const kg_workunit_t *wu, const kg_r
 int kg_outputs_emit(void *ctx, const kg_record_t *record, const char *data, size_t len) {
   kg_outputs_t *run = ctx;
   if (run->write_rc) return run->write_rc;
-  if (record != run->emitting) {
-    const kg_output_t *o = &run->outputs[run->current];
+  if (record != run->emitting) { /* the record's first output: a mark (a buffering writer may write out here) */
+    kg_output_t *o = &run->outputs[run->current];
     run->emitting = record;
     run->mark_output = run->current;
-    run->mark_records = o->writer ? kg_writer_records(o->writer) : 0;
-    run->mark_bytes = o->writer ? kg_writer_bytes(o->writer) : 0;
+    run->mark_records = run->mark_bytes = 0;
+    if (o->writer &&
+        (run->write_rc = kg_writer_mark(o->writer, &run->mark_records, &run->mark_bytes, run->write_error)))
+      return run->write_rc;
   }
   run->write_rc = output_write(run, run->current, data, len);
   kg_crash_point("write");

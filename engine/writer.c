@@ -6,7 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
-/* One row per writer.builder.class and writer.output.format that kingest writes. */
+/* One row per writer.builder.class and writer.output.format that kingest writes. Without a builder class, the
+ * format alone chooses (writer.output.format=avro is the Avro writer). */
 static const struct {
   const char *builder_class;
   const char *format;
@@ -15,19 +16,22 @@ static const struct {
     {"SimpleDataWriterBuilder", "txt", &kg_writer_simple},
     {"SimpleDataWriterBuilder", "json", &kg_writer_simple},
     {"SimpleDataWriterBuilder", "csv", &kg_writer_simple},
+    {"AvroDataWriterBuilder", "avro", &kg_writer_avro},
 };
 
 int kg_writer_find(const char *builder_class, const char *format, const kg_writer_ops_t **out, char *errbuf) {
   *out = NULL;
-  const char *name = builder_class && *builder_class ? builder_class : "SimpleDataWriterBuilder";
-  const char *dot = strrchr(name, '.');
+  const char *name = builder_class && *builder_class ? builder_class : NULL;
+  const char *dot = name ? strrchr(name, '.') : NULL;
   if (dot) name = dot + 1;
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
-    if (!strcmp(name, backends[i].builder_class) && format && !strcasecmp(format, backends[i].format)) {
+    if ((!name || !strcmp(name, backends[i].builder_class)) && format && !strcasecmp(format, backends[i].format)) {
       *out = backends[i].ops;
       return KG_OK;
     }
-  return kg_fail(errbuf, KG_EINVAL, "no writer for writer.builder.class=%s and writer.output.format=%s",
+  return kg_fail(errbuf, KG_EINVAL,
+                 "no writer for writer.builder.class=%s and writer.output.format=%s: SimpleDataWriterBuilder writes "
+                 "txt, json and csv, AvroDataWriterBuilder writes avro",
                  builder_class ? builder_class : "(default)", format ? format : "(none)");
 }
 
@@ -59,11 +63,13 @@ int kg_writer_open(kg_fs_t *fs, const kg_writer_ops_t *ops, const char *path, co
   w->ops = ops;
   w->stream = stream;
   w->path = kg_xstrdup(path);
-  int rc = ops->open(w, options, errbuf);
+  int64_t bytes = 0;
+  int rc = ops->open(w, options, &bytes, errbuf);
   if (rc) {
     kg_writer_abort(w);
     return rc;
   }
+  w->bytes = bytes;
   *out = w;
   return KG_OK;
 }
@@ -77,9 +83,18 @@ int kg_writer_write(kg_writer_t *w, const char *data, size_t len, char *errbuf) 
   return KG_OK;
 }
 
+int kg_writer_mark(kg_writer_t *w, int64_t *records, int64_t *bytes, char *errbuf) {
+  int64_t added = 0;
+  int rc = w->ops->mark ? w->ops->mark(w, &added, errbuf) : KG_OK;
+  if (!rc) w->bytes += added;
+  *records = w->records;
+  *bytes = w->bytes;
+  return rc;
+}
+
 int kg_writer_truncate(kg_writer_t *w, int64_t records, int64_t bytes, char *errbuf) {
-  if (bytes == w->bytes) return KG_OK;
-  int rc = w->ops->truncate(w, bytes, errbuf);
+  if (records == w->records && bytes == w->bytes) return KG_OK;
+  int rc = w->ops->truncate(w, records, bytes, errbuf);
   if (rc) return rc;
   w->records = records;
   w->bytes = bytes;
@@ -87,10 +102,12 @@ int kg_writer_truncate(kg_writer_t *w, int64_t records, int64_t bytes, char *err
 }
 
 int kg_writer_close(kg_writer_t *w, int64_t *records, int64_t *bytes, char *errbuf) {
+  char why[KG_ERRLEN];
+  int64_t added = 0;
+  int rc = w->ops->finish ? w->ops->finish(w, &added, errbuf) : KG_OK;
+  if (!rc) w->bytes += added;
   if (records) *records = w->records;
   if (bytes) *bytes = w->bytes;
-  char why[KG_ERRLEN];
-  int rc = w->ops->finish ? w->ops->finish(w, errbuf) : KG_OK;
   if (!rc && kg_fs_stream_sync(w->stream, why)) rc = kg_writer_io_error(w, why, errbuf);
   if (kg_fs_stream_close(w->stream, why) && !rc) rc = kg_writer_io_error(w, why, errbuf);
   release(w);

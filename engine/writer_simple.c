@@ -11,7 +11,7 @@ typedef struct {
   bool prepend_size;
 } simple_t;
 
-static int simple_open(kg_writer_t *w, const kg_writer_options_t *options, char *errbuf) {
+static int simple_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf) {
   simple_t *s = kg_xcalloc(1, sizeof *s);
   s->delimiter = kg_xstrndup(options->delimiter ? options->delimiter : "", options->delimiter_len);
   s->delimiter_len = options->delimiter_len;
@@ -37,7 +37,7 @@ static int simple_write(kg_writer_t *w, const char *data, size_t len, int64_t *b
   return KG_OK;
 }
 
-static int simple_truncate(kg_writer_t *w, int64_t bytes, char *errbuf) {
+static int simple_truncate(kg_writer_t *w, int64_t records, int64_t bytes, char *errbuf) {
   char why[KG_ERRLEN];
   if (kg_fs_stream_truncate(w->stream, bytes, why)) return kg_writer_io_error(w, why, errbuf);
   return KG_OK;
@@ -54,6 +54,7 @@ const kg_writer_ops_t kg_writer_simple = {
     .name = "simple",
     .open = simple_open,
     .write = simple_write,
+    .mark = NULL,
     .truncate = simple_truncate,
     .finish = NULL,
     .release = simple_release,

@@ -1,6 +1,8 @@
 /* test_props.c: the Gobblin properties reader and the job config built from it. */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "props.h"
@@ -148,9 +150,10 @@ static void test_config(void) {
   CHECK_CONTAINS(err, "MyFancySource");
   CHECK_CONTAINS(err, "source.class");
 
-  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.builder.class=gobblin.writer.AvroDataWriterBuilder\n", &c, err),
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.builder.class=gobblin.writer.ParquetDataWriterBuilder\n", &c, err),
             KG_EINVAL);
   CHECK_CONTAINS(err, "writer.builder.class");
+  CHECK_CONTAINS(err, "SimpleDataWriterBuilder, AvroDataWriterBuilder");
 
   CHECK_INT(config_from("kafka.brokers=b:1\nmr.job.max.mappers=zero\n", &c, err), KG_EINVAL);
   CHECK_CONTAINS(err, "mr.job.max.mappers");
@@ -231,7 +234,7 @@ static void test_unknown_keys(void) {
                     "job.disabled=false\n"
                     "metrics.reporting.jmx.enabled=false\n"
                     "gobblin.kafka.consumerClient.class=org.apache.gobblin.kafka.client.Kafka09ConsumerClient$Factory\n"
-                    "writer.codec.type=gzip\n"
+                    "writer.staging.dir=/tmp/staging\n"
                     "writer.partitioner.class=gobblin.writer.partitioner.TimeBasedAvroWriterPartitioner\n"
                     "converter.classes=gobblin.converter.avro.JsonIntermediateToAvroConverter\n"
                     "kafka.deserializer.type=JSON\n"
@@ -241,7 +244,7 @@ static void test_unknown_keys(void) {
                     "job.schedule=0 0/5 * * * ?\n"
                     "data.publisher.replace.final.dir=true\n"
                     "gobblin.custom.setting=1\n"
-                    "writer.codec.typ=gzip\n"
+                    "writer.staging.dirr=/tmp/staging\n"
                     "mr.job.root.dir=/gobblin/working\n";
   CHECK_INT(config_logged(job, &c, err, KG_LOG_INFO, log, sizeof log), KG_OK);
   kg_config_destroy(c);
@@ -250,7 +253,8 @@ static void test_unknown_keys(void) {
   CHECK(strstr(log, "job.disabled") == NULL);
   CHECK(strstr(log, "metrics.reporting.jmx.enabled") == NULL);
   CHECK(strstr(log, "gobblin.kafka.consumerClient.class") == NULL);
-  CHECK_CONTAINS(log, "WARN job.pull:6: writer.codec.type=gzip is not implemented: files are written uncompressed\n");
+  CHECK_CONTAINS(log, "WARN job.pull:6: writer.staging.dir=/tmp/staging is not implemented: staging files go under "
+                      "task.data.root.dir\n");
   CHECK_CONTAINS(log, "WARN job.pull:7: writer.partitioner.class=gobblin.writer.partitioner."
                       "TimeBasedAvroWriterPartitioner is not implemented: records are not partitioned: a task writes "
                       "one file per topic, in writer.file.path.type's folder\n");
@@ -270,8 +274,8 @@ static void test_unknown_keys(void) {
   CHECK_CONTAINS(log, "WARN job.pull:14: data.publisher.replace.final.dir=true is not implemented: published files "
                       "are added to the final folder; nothing is replaced\n");
   CHECK_CONTAINS(log, "WARN job.pull:15: unknown property gobblin.custom.setting (ignored)\n");
-  CHECK_CONTAINS(log,
-                 "WARN job.pull:16: unknown property writer.codec.typ (ignored); did you mean writer.codec.type?\n");
+  CHECK_CONTAINS(
+      log, "WARN job.pull:16: unknown property writer.staging.dirr (ignored); did you mean writer.staging.dir?\n");
   CHECK_CONTAINS(log, "INFO Ignoring properties that only apply in MapReduce mode: mr.job.root.dir\n");
   size_t warns = 0;
   for (const char *s = log; (s = strstr(s, " WARN ")); s++)
@@ -284,13 +288,14 @@ static void test_unknown_keys(void) {
   free(strict);
   CHECK(c == NULL);
   CHECK_STR(err, "job.pull:18: job.strict=true refuses 11 properties that kingest does not know or implement (each is "
-                 "logged above): job.pull:6: writer.codec.type, job.pull:7: writer.partitioner.class, job.pull:8: "
+                 "logged above): job.pull:6: writer.staging.dir, job.pull:7: writer.partitioner.class, job.pull:8: "
                  "converter.classes, job.pull:9: kafka.deserializer.type, job.pull:10: fork.branches, job.pull:11: "
                  "qualitychecker.task.policies, job.pull:12: writer.file.max.size, job.pull:13: job.schedule, "
                  "job.pull:14: data.publisher.replace.final.dir, job.pull:15: gobblin.custom.setting, job.pull:16: "
-                 "writer.codec.typ");
-  CHECK_CONTAINS(log, "ERROR job.pull:6: writer.codec.type=gzip is not implemented: files are written uncompressed\n");
-  CHECK_CONTAINS(log, "ERROR job.pull:16: unknown property writer.codec.typ; did you mean writer.codec.type?\n");
+                 "writer.staging.dirr");
+  CHECK_CONTAINS(log, "ERROR job.pull:6: writer.staging.dir=/tmp/staging is not implemented: staging files go under "
+                      "task.data.root.dir\n");
+  CHECK_CONTAINS(log, "ERROR job.pull:16: unknown property writer.staging.dirr; did you mean writer.staging.dir?\n");
   CHECK_CONTAINS(log, "ERROR job.pull:15: unknown property gobblin.custom.setting\n");
   CHECK(strstr(log, " WARN ") == NULL);
 
@@ -448,6 +453,121 @@ static void test_limits(void) {
     c = NULL;
     free(text);
   }
+}
+
+/* The Avro writer's properties: the format the builder implies, the codec and its level, the schema given as
+ * text or as a file, kept byte for byte, and checked by avro-c with an error naming the property and the
+ * reason. Text output refuses a codec and a schema. */
+static void test_avro_config(void) {
+  char err[KG_ERRLEN] = "";
+  kg_config_t *c = NULL;
+  const char *schema = "{\"type\": \"record\", \"name\": \"Event\", \"doc\": \"an event\", \"fields\": [\n"
+                       "  {\"name\": \"at\", \"type\": {\"type\": \"long\", \"logicalType\": \"timestamp-millis\"}},\n"
+                       "  {\"name\": \"name\", \"type\": \"string\", \"default\": \"\"}]}";
+
+  /* AvroDataWriterBuilder alone: avro, deflate at 9, as Gobblin's defaults. */
+  char *text = kg_xasprintf("kafka.brokers=b:1\nwriter.builder.class=gobblin.writer.AvroDataWriterBuilder\n"
+                            "writer.avro.schema=%s\n",
+                            schema);
+  for (char *nl = strchr(text, '\n'); nl; nl = strchr(nl + 1, '\n')) /* the schema on one properties line */
+    if (nl[1] == ' ') *nl = ' ';
+  CHECK_INT(config_from(text, &c, err), KG_OK);
+  if (c) {
+    CHECK_STR(c->output_format, "avro");
+    CHECK_INT(c->codec, KG_CODEC_DEFLATE);
+    CHECK_INT(c->deflate_level, 9);
+    CHECK_INT(c->avro_schema_len, strlen(schema));
+    CHECK(c->avro_schema && strstr(text, c->avro_schema) != NULL); /* byte for byte, logicalType and doc kept */
+  }
+  kg_config_destroy(c);
+  c = NULL;
+  free(text);
+
+  /* writer.output.format=AVRO (any case) with a codec and level; the schema from a file, kept byte for byte. */
+  char path[] = "/tmp/kg-schema-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fputs(schema, f);
+  fclose(f);
+  text = kg_xasprintf("kafka.brokers=b:1\nwriter.output.format=AVRO\nwriter.codec.type=snappy\n"
+                      "writer.deflate.level=6\nwriter.avro.schema.file=%s\n",
+                      path);
+  CHECK_INT(config_from(text, &c, err), KG_OK);
+  if (c) {
+    CHECK_STR(c->output_format, "avro");
+    CHECK_INT(c->codec, KG_CODEC_SNAPPY);
+    CHECK_INT(c->deflate_level, 6);
+    CHECK_STR(c->avro_schema, schema);
+  }
+  kg_config_destroy(c);
+  c = NULL;
+  free(text);
+
+  /* An invalid schema: the error names the property and avro-c's reason. */
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\n"
+                        "writer.avro.schema={\"type\": \"record\", \"name\": \"E\", \"fields\": [{\"name\": \"x\"}]}\n",
+                        &c, err),
+            KG_EINVAL);
+  CHECK_CONTAINS(err, "job.pull:3: writer.avro.schema: invalid Avro schema: ");
+  CHECK_CONTAINS(err, "type");
+  CHECK_INT(
+      config_from("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema={\"type\": \"recrd\"}\n", &c, err),
+      KG_EINVAL);
+  CHECK_CONTAINS(err, "writer.avro.schema: invalid Avro schema: ");
+  CHECK_CONTAINS(err, "recrd");
+  f = fopen(path, "w");
+  fputs("{\"type\": \"record\", \"name\": \"E\", \"fields\": [", f);
+  fclose(f);
+  text = kg_xasprintf("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema.file=%s\n", path);
+  CHECK_INT(config_from(text, &c, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "job.pull:3: writer.avro.schema.file=");
+  CHECK_CONTAINS(err, "invalid Avro schema in ");
+  CHECK_CONTAINS(err, path);
+  free(text);
+  unlink(path);
+  text = kg_xasprintf("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema.file=%s\n", path);
+  CHECK_INT(config_from(text, &c, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "cannot read ");
+  CHECK_CONTAINS(err, strerror(ENOENT));
+  free(text);
+
+  /* No schema, or two. */
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\n", &c, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "writer.output.format=avro needs the records' Avro schema: set writer.avro.schema");
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema=\"string\"\n"
+                        "writer.avro.schema.file=/tmp/s.avsc\n",
+                        &c, err),
+            KG_EINVAL);
+  CHECK_CONTAINS(err, "job.pull:4: properties writer.avro.schema and writer.avro.schema.file are both set");
+
+  /* Codecs: Avro's three; text output is uncompressed, and takes no schema. */
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema=\"bytes\"\n"
+                        "writer.codec.type=bzip2\n",
+                        &c, err),
+            KG_EINVAL);
+  CHECK_STR(err, "job.pull:4: invalid value 'bzip2' for property writer.codec.type: allowed values are null, deflate, "
+                 "snappy");
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema=\"bytes\"\n"
+                        "writer.deflate.level=10\n",
+                        &c, err),
+            KG_EINVAL);
+  CHECK_CONTAINS(err, "writer.deflate.level: expected a whole number from 0 to 9");
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=deflate\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: writer.codec.type=deflate: writer.output.format=txt is written uncompressed (compressed "
+                 "text output is not implemented); remove it, or set it to null");
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=json\nwriter.avro.schema=\"bytes\"\n", &c, err),
+            KG_EINVAL);
+  CHECK_STR(err, "job.pull:3: writer.avro.schema is read by the Avro writer only, and writer.output.format is json");
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.typ=null\n", &c, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "did you mean writer.codec.type?");
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=NULL\n", &c, err), KG_OK);
+  if (c) {
+    CHECK_STR(c->output_format, "txt");
+    CHECK_INT(c->codec, KG_CODEC_NULL);
+    CHECK(c->avro_schema == NULL);
+  }
+  kg_config_destroy(c);
 }
 
 /* A check on one row of the property table: a failure names the row. */
@@ -654,6 +774,7 @@ int main(void) {
   test_config();
   test_typos();
   test_unknown_keys();
+  test_avro_config();
   test_consumer_keys();
   test_limits();
   test_work_dir();

@@ -1,0 +1,237 @@
+/* writer_avro.c: Avro object container files (Gobblin's AvroHdfsDataWriter), framed here rather than by
+ * avro-c's file writer, which rewrites the schema it stores (logicalType, doc, defaults and aliases lost), fixes
+ * deflate at level 9, refuses a record larger than its block, and keeps its error text in one global buffer.
+ *
+ * A record is one Avro binary datum of the file's schema; its bytes go into the file as they are, never decoded.
+ * The file is the header (magic "Obj\1", the metadata map with avro.schema, the schema's text byte for byte,
+ * and avro.codec, then a 16-byte random sync marker), then blocks: the datum count, the size of the block's
+ * data, the data (the datums, compressed by the codec), the sync marker. Datums wait in the pending block until
+ * a mark finds it holding at least the block bound, or the file is finished (writer.h: marks and truncation).
+ * Codecs, as the Avro spec has them: null; deflate (raw RFC 1951, zlib with negative window bits); snappy (each
+ * block's data followed by the big-endian CRC32 of the uncompressed datums). */
+#include <errno.h>
+#include <snappy-c.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "writer.h"
+
+typedef struct {
+  kg_codec_t codec;
+  int deflate_level;
+  size_t block_bytes;     /* datum bytes at which a mark writes the pending block out */
+  unsigned char sync[16]; /* the file's sync marker */
+  kg_buf_t block;         /* the pending block's datums, back to back */
+  size_t *ends;           /* ends[i]: the end of datum i in BLOCK (NENDS of them, CAP allocated) */
+  size_t nends, cap;      /* NENDS: the datums in the pending block */
+  int64_t records_before; /* records in blocks already written (the writer's records minus NENDS) */
+  kg_buf_t out;           /* a block's framing and compressed data, reused */
+  z_stream z;             /* the deflate stream, reset for each block */
+  bool z_ready;           /* Z was set up by deflateInit2 */
+} avro_t;
+
+/* Appends N as an Avro long: zig-zag, then 7 bits a byte, low bits first. */
+static void put_long(kg_buf_t *buf, int64_t n) {
+  uint64_t z = ((uint64_t)n << 1) ^ (uint64_t)(n >> 63);
+  unsigned char b[10];
+  size_t len = 0;
+  do {
+    b[len] = (unsigned char)(z & 0x7f);
+    z >>= 7;
+    if (z) b[len] |= 0x80;
+    len++;
+  } while (z);
+  kg_buf_append(buf, b, len);
+}
+
+/* Appends LEN bytes of P as Avro bytes (or string): the length, then the bytes. */
+static void put_bytes(kg_buf_t *buf, const void *p, size_t len) {
+  put_long(buf, (int64_t)len);
+  kg_buf_append(buf, p, len);
+}
+
+/* Fills the 16 bytes of SYNC at random. */
+static void random_sync(unsigned char sync[16]) {
+  size_t got = 0;
+  while (got < 16) {
+    ssize_t n = getrandom(sync + got, 16 - got, 0);
+    if (n > 0)
+      got += (size_t)n;
+    else if (errno != EINTR)
+      break;
+  }
+  if (got == 16) return;
+  /* No getrandom(2) (an old kernel): the time and the address of SYNC still tell files apart. */
+  uint64_t seed = (uint64_t)kg_now_ms() ^ (uint64_t)(uintptr_t)sync ^ ((uint64_t)getpid() << 32);
+  for (size_t i = got; i < 16; i++) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    sync[i] = (unsigned char)(seed >> 56);
+  }
+}
+
+static const char *codec_name(kg_codec_t codec) {
+  return codec == KG_CODEC_DEFLATE ? "deflate" : codec == KG_CODEC_SNAPPY ? "snappy" : "null";
+}
+
+static int avro_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf) {
+  avro_t *a = kg_xcalloc(1, sizeof *a);
+  w->impl = a;
+  a->codec = options->codec;
+  a->deflate_level = options->deflate_level;
+  a->block_bytes = options->block_bytes ? options->block_bytes : KG_AVRO_BLOCK_BYTES;
+  if (!options->schema || !options->schema_len)
+    return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: no schema", w->path);
+  if (a->codec == KG_CODEC_DEFLATE) {
+    if (deflateInit2(&a->z, a->deflate_level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: deflate level %d refused by zlib", w->path,
+                     a->deflate_level);
+    a->z_ready = true;
+  }
+  random_sync(a->sync);
+  kg_buf_t header = {0};
+  kg_buf_append(&header, "Obj\x01", 4);
+  put_long(&header, 2); /* one block of two metadata entries, then the empty block that ends the map */
+  put_bytes(&header, "avro.schema", 11);
+  put_bytes(&header, options->schema, options->schema_len);
+  put_bytes(&header, "avro.codec", 10);
+  put_bytes(&header, codec_name(a->codec), strlen(codec_name(a->codec)));
+  put_long(&header, 0);
+  kg_buf_append(&header, a->sync, 16);
+  char why[KG_ERRLEN];
+  int rc = kg_fs_stream_write(w->stream, header.data, header.len, why) ? kg_writer_io_error(w, why, errbuf) : KG_OK;
+  *bytes = (int64_t)header.len;
+  kg_buf_free(&header);
+  return rc;
+}
+
+static int avro_write(kg_writer_t *w, const char *data, size_t len, int64_t *bytes, char *errbuf) {
+  avro_t *a = w->impl;
+  if (a->nends == a->cap) {
+    a->cap = a->cap ? a->cap * 2 : 256;
+    a->ends = kg_xrealloc(a->ends, a->cap * sizeof *a->ends);
+  }
+  kg_buf_append(&a->block, data, len);
+  a->ends[a->nends++] = a->block.len;
+  *bytes = 0; /* in the file when its block is written out */
+  return KG_OK;
+}
+
+/* Compresses the pending block's datums into A->out after the framing in it; KG_EIO naming the codec. */
+static int compress_block(kg_writer_t *w, avro_t *a, char *errbuf) {
+  const char *src = a->block.data ? a->block.data : "";
+  size_t n = a->block.len;
+  kg_buf_t *out = &a->out;
+  if (a->codec == KG_CODEC_NULL) {
+    put_long(out, (int64_t)n);
+    kg_buf_append(out, src, n);
+    return KG_OK;
+  }
+  char *tmp = NULL;
+  size_t tmp_len = 0;
+  if (a->codec == KG_CODEC_DEFLATE) {
+    if (n > UINT32_MAX) return kg_writer_io_error(w, "an Avro block over 4 GB cannot be deflated", errbuf);
+    tmp_len = deflateBound(&a->z, (uLong)n);
+    tmp = kg_xmalloc(tmp_len);
+    a->z.next_in = (Bytef *)src;
+    a->z.avail_in = (uInt)n;
+    a->z.next_out = (Bytef *)tmp;
+    a->z.avail_out = (uInt)tmp_len;
+    int zrc = deflate(&a->z, Z_FINISH);
+    tmp_len -= a->z.avail_out;
+    deflateReset(&a->z);
+    if (zrc != Z_STREAM_END) {
+      free(tmp);
+      return kg_writer_io_error(w, "deflate failed", errbuf);
+    }
+    put_long(out, (int64_t)tmp_len);
+    kg_buf_append(out, tmp, tmp_len);
+  } else {
+    tmp_len = snappy_max_compressed_length(n);
+    tmp = kg_xmalloc(tmp_len + 4);
+    if (snappy_compress(src, n, tmp, &tmp_len) != SNAPPY_OK) {
+      free(tmp);
+      return kg_writer_io_error(w, "snappy compression failed", errbuf);
+    }
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t off = 0; off < n;) { /* crc32 takes at most a uInt at a time */
+      uInt chunk = n - off > (1u << 30) ? (1u << 30) : (uInt)(n - off);
+      crc = crc32(crc, (const Bytef *)src + off, chunk);
+      off += chunk;
+    }
+    unsigned char *c = (unsigned char *)tmp + tmp_len;
+    c[0] = (unsigned char)(crc >> 24), c[1] = (unsigned char)(crc >> 16), c[2] = (unsigned char)(crc >> 8);
+    c[3] = (unsigned char)crc;
+    put_long(out, (int64_t)tmp_len + 4);
+    kg_buf_append(out, tmp, tmp_len + 4);
+  }
+  free(tmp);
+  return KG_OK;
+}
+
+/* Writes the pending block out, when it has datums; *BYTES gets its size in the file. */
+static int flush_block(kg_writer_t *w, int64_t *bytes, char *errbuf) {
+  avro_t *a = w->impl;
+  if (!a->nends) return KG_OK;
+  a->out.len = 0;
+  put_long(&a->out, (int64_t)a->nends);
+  int rc = compress_block(w, a, errbuf);
+  if (rc) return rc;
+  kg_buf_append(&a->out, a->sync, 16);
+  char why[KG_ERRLEN];
+  if (kg_fs_stream_write(w->stream, a->out.data, a->out.len, why)) return kg_writer_io_error(w, why, errbuf);
+  *bytes += (int64_t)a->out.len;
+  a->records_before += (int64_t)a->nends;
+  a->nends = 0;
+  a->block.len = 0;
+  /* A large block's buffers are not kept for the life of the file. */
+  if (a->out.cap > 4 * a->block_bytes) kg_buf_free(&a->out);
+  if (a->block.cap > 4 * a->block_bytes) kg_buf_free(&a->block);
+  return KG_OK;
+}
+
+static int avro_mark(kg_writer_t *w, int64_t *bytes, char *errbuf) {
+  avro_t *a = w->impl;
+  return a->block.len >= a->block_bytes ? flush_block(w, bytes, errbuf) : KG_OK;
+}
+
+/* Back to the last mark: only datums of the pending block can be taken back, as a mark writes blocks out. */
+static int avro_truncate(kg_writer_t *w, int64_t records, int64_t bytes, char *errbuf) {
+  avro_t *a = w->impl;
+  int64_t keep = records - a->records_before;
+  if (bytes != w->bytes || keep < 0 || keep > (int64_t)a->nends)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "cannot take output file %s back to %lld records in %lld bytes: the Avro writer can only take back "
+                   "the records of its pending block (it holds records %lld to %lld, after %lld bytes)",
+                   w->path, (long long)records, (long long)bytes, (long long)a->records_before,
+                   (long long)(a->records_before + (int64_t)a->nends), (long long)w->bytes);
+  a->nends = (size_t)keep;
+  a->block.len = keep ? a->ends[keep - 1] : 0;
+  return KG_OK;
+}
+
+static int avro_finish(kg_writer_t *w, int64_t *bytes, char *errbuf) { return flush_block(w, bytes, errbuf); }
+
+static void avro_release(kg_writer_t *w) {
+  avro_t *a = w->impl;
+  if (a) {
+    if (a->z_ready) deflateEnd(&a->z);
+    kg_buf_free(&a->block);
+    kg_buf_free(&a->out);
+    free(a->ends);
+  }
+  free(a);
+  w->impl = NULL;
+}
+
+const kg_writer_ops_t kg_writer_avro = {
+    .name = "avro",
+    .open = avro_open,
+    .write = avro_write,
+    .mark = avro_mark,
+    .truncate = avro_truncate,
+    .finish = avro_finish,
+    .release = avro_release,
+};
