@@ -233,7 +233,7 @@ describe("the kingest command line", function()
       assert.are.equal(0, code, err)
       assert.same({ "one", "two" }, H.output_lines(work .. "/job-output/" .. topic))
       assert.same({
-        job .. ":6: writer.codec.type=gzip is not implemented: files are written uncompressed",
+        job .. ":6: writer.staging.dir=/tmp/staging is not implemented: staging files go under task.data.root.dir",
         job .. ":7: converter.classes=gobblin.converter.IdentityConverter is not implemented: records are written as " ..
           "the source gives them; converters are Lua functions (converters in a job.lua)",
         job .. ":9: unknown property my.own.setting (ignored)",
@@ -244,11 +244,11 @@ describe("the kingest command line", function()
       local work = H.workdir("cli_strict")
       local job = pull(work, UNIMPLEMENTED .. "mr.job.root.dir=/gobblin/working\n")
       local refusal = " refuses 3 properties that kingest does not know or implement (each is logged above): " ..
-        job .. ":6: writer.codec.type, " .. job .. ":7: converter.classes, " .. job .. ":9: my.own.setting"
+        job .. ":6: writer.staging.dir, " .. job .. ":7: converter.classes, " .. job .. ":9: my.own.setting"
       local err = refused(job, work, "kingest: --strict: job.strict=true" .. refusal, "--strict")
       assert.same({}, warnings(err))
-      assert.are.equal(1, #H.grep(err, " ERROR " .. job .. ":6: writer.codec.type=gzip is not implemented: files " ..
-        "are written uncompressed"), err)
+      assert.are.equal(1, #H.grep(err, " ERROR " .. job .. ":6: writer.staging.dir=/tmp/staging is not implemented: " ..
+        "staging files go under task.data.root.dir"), err)
       assert.are.equal(1, #H.grep(err, " ERROR " .. job .. ":9: unknown property my.own.setting"), err)
       local code, out, perr = H.kingest({ "plan", job, "--strict" }, { GOBBLIN_WORK_DIR = work })
       assert.are.equal(1, code, perr)
