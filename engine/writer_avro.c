@@ -2,13 +2,16 @@
  * avro-c's file writer, which rewrites the schema it stores (logicalType, doc, defaults and aliases lost), fixes
  * deflate at level 9, refuses a record larger than its block, and keeps its error text in one global buffer.
  *
- * A record is one Avro binary datum of the file's schema; its bytes go into the file as they are, never decoded.
+ * A record is one Avro binary datum of the file's schema; its bytes go into the file as they are. Each is read
+ * once with the schema first (avro-c's generic value), so that bytes that are not exactly one datum of it (a raw
+ * payload, a record framed for a registry) fail the write instead of making a file no reader can read.
  * The file is the header (magic "Obj\1", the metadata map with avro.schema, the schema's text byte for byte,
  * and avro.codec, then a 16-byte random sync marker), then blocks: the datum count, the size of the block's
  * data, the data (the datums, compressed by the codec), the sync marker. Datums wait in the pending block until
  * a mark finds it holding at least the block bound, or the file is finished (writer.h: marks and truncation).
  * Codecs, as the Avro spec has them: null; deflate (raw RFC 1951, zlib with negative window bits); snappy (each
  * block's data followed by the big-endian CRC32 of the uncompressed datums). */
+#include <avro.h>
 #include <errno.h>
 #include <snappy-c.h>
 #include <stdlib.h>
@@ -31,7 +34,11 @@ typedef struct {
   kg_buf_t out;           /* a block's framing and compressed data, reused */
   z_stream z;             /* the deflate stream, reset for each block */
   bool z_ready;           /* Z was set up by deflateInit2 */
-} avro_t;
+  avro_schema_t schema;   /* the file's schema, to check each datum against; NULL until parsed */
+  avro_value_iface_t *iface;
+  avro_value_t value; /* a generic value of SCHEMA, reused for each check */
+  bool value_ready;   /* VALUE was made */
+} ocf_t;
 
 /* Appends N as an Avro long: zig-zag, then 7 bits a byte, low bits first. */
 static void put_long(kg_buf_t *buf, int64_t n) {
@@ -76,14 +83,20 @@ static const char *codec_name(kg_codec_t codec) {
   return codec == KG_CODEC_DEFLATE ? "deflate" : codec == KG_CODEC_SNAPPY ? "snappy" : "null";
 }
 
-static int avro_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf) {
-  avro_t *a = kg_xcalloc(1, sizeof *a);
+static int ocf_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf) {
+  ocf_t *a = kg_xcalloc(1, sizeof *a);
   w->impl = a;
   a->codec = options->codec;
   a->deflate_level = options->deflate_level;
   a->block_bytes = options->block_bytes ? options->block_bytes : KG_AVRO_BLOCK_BYTES;
   if (!options->schema || !options->schema_len)
     return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: no schema", w->path);
+  /* The schema was checked when the job started; only the return code of avro-c is read here (its error text is
+   * one buffer for every thread). */
+  if (avro_schema_from_json_length(options->schema, options->schema_len, &a->schema) ||
+      !(a->iface = avro_generic_class_from_schema(a->schema)) || avro_generic_value_new(a->iface, &a->value))
+    return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: its schema cannot be used", w->path);
+  a->value_ready = true;
   if (a->codec == KG_CODEC_DEFLATE) {
     if (deflateInit2(&a->z, a->deflate_level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
       return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: deflate level %d refused by zlib", w->path,
@@ -107,8 +120,23 @@ static int avro_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t
   return rc;
 }
 
-static int avro_write(kg_writer_t *w, const char *data, size_t len, int64_t *bytes, char *errbuf) {
-  avro_t *a = w->impl;
+/* True when the LEN bytes at DATA are exactly one datum of A's schema. */
+static bool is_datum(ocf_t *a, const char *data, size_t len) {
+  avro_reader_t r = avro_reader_memory(data, (int64_t)len);
+  avro_value_reset(&a->value);
+  size_t size = 0;
+  bool ok = avro_value_read(r, &a->value) == 0 && avro_value_sizeof(&a->value, &size) == 0 && size == len;
+  avro_reader_free(r);
+  return ok;
+}
+
+static int ocf_write(kg_writer_t *w, const char *data, size_t len, int64_t *bytes, char *errbuf) {
+  ocf_t *a = w->impl;
+  if (!is_datum(a, data, len))
+    return kg_fail(errbuf, KG_EINVAL,
+                   "cannot write Avro file %s: a record of %zu bytes is not one binary datum of the file's schema "
+                   "(writer.avro.schema)",
+                   w->path, len);
   if (a->nends == a->cap) {
     a->cap = a->cap ? a->cap * 2 : 256;
     a->ends = kg_xrealloc(a->ends, a->cap * sizeof *a->ends);
@@ -120,7 +148,7 @@ static int avro_write(kg_writer_t *w, const char *data, size_t len, int64_t *byt
 }
 
 /* Compresses the pending block's datums into A->out after the framing in it; KG_EIO naming the codec. */
-static int compress_block(kg_writer_t *w, avro_t *a, char *errbuf) {
+static int compress_block(kg_writer_t *w, ocf_t *a, char *errbuf) {
   const char *src = a->block.data ? a->block.data : "";
   size_t n = a->block.len;
   kg_buf_t *out = &a->out;
@@ -173,7 +201,7 @@ static int compress_block(kg_writer_t *w, avro_t *a, char *errbuf) {
 
 /* Writes the pending block out, when it has datums; *BYTES gets its size in the file. */
 static int flush_block(kg_writer_t *w, int64_t *bytes, char *errbuf) {
-  avro_t *a = w->impl;
+  ocf_t *a = w->impl;
   if (!a->nends) return KG_OK;
   a->out.len = 0;
   put_long(&a->out, (int64_t)a->nends);
@@ -192,14 +220,14 @@ static int flush_block(kg_writer_t *w, int64_t *bytes, char *errbuf) {
   return KG_OK;
 }
 
-static int avro_mark(kg_writer_t *w, int64_t *bytes, char *errbuf) {
-  avro_t *a = w->impl;
+static int ocf_mark(kg_writer_t *w, int64_t *bytes, char *errbuf) {
+  ocf_t *a = w->impl;
   return a->block.len >= a->block_bytes ? flush_block(w, bytes, errbuf) : KG_OK;
 }
 
 /* Back to the last mark: only datums of the pending block can be taken back, as a mark writes blocks out. */
-static int avro_truncate(kg_writer_t *w, int64_t records, int64_t bytes, char *errbuf) {
-  avro_t *a = w->impl;
+static int ocf_truncate(kg_writer_t *w, int64_t records, int64_t bytes, char *errbuf) {
+  ocf_t *a = w->impl;
   int64_t keep = records - a->records_before;
   if (bytes != w->bytes || keep < 0 || keep > (int64_t)a->nends)
     return kg_fail(errbuf, KG_EINVAL,
@@ -212,12 +240,15 @@ static int avro_truncate(kg_writer_t *w, int64_t records, int64_t bytes, char *e
   return KG_OK;
 }
 
-static int avro_finish(kg_writer_t *w, int64_t *bytes, char *errbuf) { return flush_block(w, bytes, errbuf); }
+static int ocf_finish(kg_writer_t *w, int64_t *bytes, char *errbuf) { return flush_block(w, bytes, errbuf); }
 
-static void avro_release(kg_writer_t *w) {
-  avro_t *a = w->impl;
+static void ocf_release(kg_writer_t *w) {
+  ocf_t *a = w->impl;
   if (a) {
     if (a->z_ready) deflateEnd(&a->z);
+    if (a->value_ready) avro_value_decref(&a->value);
+    if (a->iface) avro_value_iface_decref(a->iface);
+    if (a->schema) avro_schema_decref(a->schema);
     kg_buf_free(&a->block);
     kg_buf_free(&a->out);
     free(a->ends);
@@ -228,10 +259,10 @@ static void avro_release(kg_writer_t *w) {
 
 const kg_writer_ops_t kg_writer_avro = {
     .name = "avro",
-    .open = avro_open,
-    .write = avro_write,
-    .mark = avro_mark,
-    .truncate = avro_truncate,
-    .finish = avro_finish,
-    .release = avro_release,
+    .open = ocf_open,
+    .write = ocf_write,
+    .mark = ocf_mark,
+    .truncate = ocf_truncate,
+    .finish = ocf_finish,
+    .release = ocf_release,
 };

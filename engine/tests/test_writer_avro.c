@@ -248,6 +248,37 @@ static void test_empty(const char *dir) {
   free(path);
 }
 
+/* Bytes that are not exactly one datum of the file's schema are refused, so that no file holds what no reader can
+ * read: a raw payload, a datum with bytes after it, a truncated one. The records before stay. */
+static void test_not_a_datum(const char *dir) {
+  char err[KG_ERRLEN];
+  char *path = kg_xasprintf("%s/not-a-datum.avro", dir);
+  kg_writer_t *w = NULL;
+  CHECK_INT(open_avro(path, KG_CODEC_NULL, 0, &w, err), KG_OK);
+  write_record(w, 1, NULL, 0);
+  size_t len;
+  char *datum = kg_test_datum(2, NULL, 0, &len);
+  char *longer = kg_xmalloc(len + 3);
+  memcpy(longer, datum, len);
+  memcpy(longer + len, "xyz", 3);
+  const struct {
+    const char *data;
+    size_t len;
+  } bad[] = {{"{\"id\": 2}", 9}, {longer, len + 3}, {datum, len - 1}, {"", 0}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CHECK_INT(kg_writer_write(w, bad[i].data, bad[i].len, err), KG_EINVAL);
+    CHECK_CONTAINS(err, "is not one binary datum of the file's schema");
+  }
+  CHECK_INT(kg_writer_records(w), 1);
+  write_record(w, 3, NULL, 0);
+  CHECK_INT(kg_writer_close(w, NULL, NULL, err), KG_OK);
+  long long ids[] = {1, 3};
+  check_file(path, ids, 2, -1, NULL, 0);
+  free(longer);
+  free(datum);
+  free(path);
+}
+
 int main(void) {
   char tmpl[] = "/tmp/kg-writer-avro-XXXXXX";
   char *dir = mkdtemp(tmpl);
@@ -255,6 +286,7 @@ int main(void) {
   test_truncate(dir);
   test_large_record(dir);
   test_empty(dir);
+  test_not_a_datum(dir);
   kg_fs_remove_tree(kg_fs_local(), dir, NULL);
   TEST_MAIN_END();
 }
