@@ -2,9 +2,10 @@
  * avro-c's file writer, which rewrites the schema it stores (logicalType, doc, defaults and aliases lost), fixes
  * deflate at level 9, refuses a record larger than its block, and keeps its error text in one global buffer.
  *
- * A record is one Avro binary datum of the file's schema; its bytes go into the file as they are. Each is read
- * once with the schema first (avro-c's generic value), so that bytes that are not exactly one datum of it (a raw
- * payload, a record framed for a registry) fail the write instead of making a file no reader can read.
+ * A record is one Avro binary datum of the file's schema; its bytes go into the file as they are. Each is walked
+ * once with the schema first (datum_end: no decode, no allocation), so that bytes that are not exactly one datum
+ * of it (a raw payload, a record framed for a registry) fail the write instead of making a file no reader can
+ * read.
  * The file is the header (magic "Obj\1", the metadata map with avro.schema, the schema's text byte for byte,
  * and avro.codec, then a 16-byte random sync marker), then blocks: the datum count, the size of the block's
  * data, the data (the datums, compressed by the codec), the sync marker. Datums wait in the pending block until
@@ -35,9 +36,6 @@ typedef struct {
   z_stream z;             /* the deflate stream, reset for each block */
   bool z_ready;           /* Z was set up by deflateInit2 */
   avro_schema_t schema;   /* the file's schema, to check each datum against; NULL until parsed */
-  avro_value_iface_t *iface;
-  avro_value_t value; /* a generic value of SCHEMA, reused for each check */
-  bool value_ready;   /* VALUE was made */
 } ocf_t;
 
 /* Appends N as an Avro long: zig-zag, then 7 bits a byte, low bits first. */
@@ -93,10 +91,8 @@ static int ocf_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t 
     return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: no schema", w->path);
   /* The schema was checked when the job started; only the return code of avro-c is read here (its error text is
    * one buffer for every thread). */
-  if (avro_schema_from_json_length(options->schema, options->schema_len, &a->schema) ||
-      !(a->iface = avro_generic_class_from_schema(a->schema)) || avro_generic_value_new(a->iface, &a->value))
+  if (avro_schema_from_json_length(options->schema, options->schema_len, &a->schema))
     return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: its schema cannot be used", w->path);
-  a->value_ready = true;
   if (a->codec == KG_CODEC_DEFLATE) {
     if (deflateInit2(&a->z, a->deflate_level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
       return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: deflate level %d refused by zlib", w->path,
@@ -120,14 +116,79 @@ static int ocf_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t 
   return rc;
 }
 
+/* Reads an Avro long (zig-zag varint of at most MAXLEN bytes) at *P before END; false when it is cut short. */
+static bool read_varint(const unsigned char **p, const unsigned char *end, int maxlen, int64_t *out) {
+  uint64_t v = 0;
+  for (int i = 0; i < maxlen; i++) {
+    if (*p >= end) return false;
+    unsigned char b = *(*p)++;
+    v |= (uint64_t)(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) {
+      *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+#define KG_AVRO_MAX_DEPTH 512       /* nesting of a datum (recursive schemas); deeper is refused */
+#define KG_AVRO_MAX_ITEMS (1 << 24) /* items of one array or map block beyond the bytes that can hold them */
+
+/* Where the datum of SCHEMA that starts at P ends (before END), or NULL when the bytes are not one: read as the
+ * Avro binary encoding says, allocating nothing, so that hostile lengths cost neither memory nor time. */
+static const unsigned char *datum_end(avro_schema_t schema, const unsigned char *p, const unsigned char *end,
+                                      int depth) {
+  if (!p || depth > KG_AVRO_MAX_DEPTH) return NULL;
+  int64_t n;
+  switch (avro_typeof(schema)) {
+  case AVRO_NULL: return p;
+  case AVRO_BOOLEAN: return p < end && *p <= 1 ? p + 1 : NULL;
+  case AVRO_INT32: return read_varint(&p, end, 5, &n) && n >= INT32_MIN && n <= INT32_MAX ? p : NULL;
+  case AVRO_INT64: return read_varint(&p, end, 10, &n) ? p : NULL;
+  case AVRO_FLOAT: return end - p >= 4 ? p + 4 : NULL;
+  case AVRO_DOUBLE: return end - p >= 8 ? p + 8 : NULL;
+  case AVRO_STRING:
+  case AVRO_BYTES: return read_varint(&p, end, 10, &n) && n >= 0 && n <= end - p ? p + n : NULL;
+  case AVRO_FIXED: n = avro_schema_fixed_size(schema); return n >= 0 && n <= end - p ? p + n : NULL;
+  case AVRO_ENUM:
+    return read_varint(&p, end, 10, &n) && n >= 0 && n < avro_schema_enum_number_of_symbols(schema) ? p : NULL;
+  case AVRO_UNION:
+    if (!read_varint(&p, end, 10, &n) || n < 0 || (size_t)n >= avro_schema_union_size(schema)) return NULL;
+    return datum_end(avro_schema_union_branch(schema, (int)n), p, end, depth + 1);
+  case AVRO_RECORD:
+    for (size_t i = 0; p && i < avro_schema_record_size(schema); i++)
+      p = datum_end(avro_schema_record_field_get_by_index(schema, (int)i), p, end, depth + 1);
+    return p;
+  case AVRO_ARRAY:
+  case AVRO_MAP: {
+    bool map = avro_typeof(schema) == AVRO_MAP;
+    avro_schema_t items = map ? avro_schema_map_values(schema) : avro_schema_array_items(schema);
+    for (;;) {
+      if (!read_varint(&p, end, 10, &n)) return NULL;
+      if (n == 0) return p;
+      int64_t size = -1;
+      if (n < 0) { /* a block that also gives its size in bytes */
+        if (n == INT64_MIN || !read_varint(&p, end, 10, &size) || size < 0 || size > end - p) return NULL;
+        n = -n;
+      }
+      if (n > (end - p) + KG_AVRO_MAX_ITEMS) return NULL;
+      const unsigned char *start = p;
+      for (int64_t i = 0; p && i < n; i++) {
+        if (map) p = datum_end(avro_schema_string(), p, end, depth + 1);
+        p = datum_end(items, p, end, depth + 1);
+      }
+      if (!p || (size >= 0 && p - start != size)) return NULL;
+    }
+  }
+  case AVRO_LINK: return datum_end(avro_schema_link_target(schema), p, end, depth + 1);
+  default: return NULL;
+  }
+}
+
 /* True when the LEN bytes at DATA are exactly one datum of A's schema. */
 static bool is_datum(ocf_t *a, const char *data, size_t len) {
-  avro_reader_t r = avro_reader_memory(data, (int64_t)len);
-  avro_value_reset(&a->value);
-  size_t size = 0;
-  bool ok = avro_value_read(r, &a->value) == 0 && avro_value_sizeof(&a->value, &size) == 0 && size == len;
-  avro_reader_free(r);
-  return ok;
+  const unsigned char *p = (const unsigned char *)data;
+  return datum_end(a->schema, p, p + len, 0) == p + len;
 }
 
 static int ocf_write(kg_writer_t *w, const char *data, size_t len, int64_t *bytes, char *errbuf) {
@@ -246,8 +307,6 @@ static void ocf_release(kg_writer_t *w) {
   ocf_t *a = w->impl;
   if (a) {
     if (a->z_ready) deflateEnd(&a->z);
-    if (a->value_ready) avro_value_decref(&a->value);
-    if (a->iface) avro_value_iface_decref(a->iface);
     if (a->schema) avro_schema_decref(a->schema);
     kg_buf_free(&a->block);
     kg_buf_free(&a->out);

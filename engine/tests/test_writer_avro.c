@@ -279,6 +279,53 @@ static void test_not_a_datum(const char *dir) {
   free(path);
 }
 
+/* Whether the LEN bytes at DATA are accepted as a datum of SCHEMA (a JSON text). */
+static bool accepts(const char *dir, const char *schema, const char *data, size_t len) {
+  static int n;
+  char err[KG_ERRLEN];
+  char *path = kg_xasprintf("%s/walk-%d.avro", dir, n++);
+  kg_writer_options_t options = {.schema = schema, .schema_len = strlen(schema), .codec = KG_CODEC_NULL};
+  kg_writer_t *w = NULL;
+  bool ok = false;
+  if (kg_writer_open(kg_fs_local(), &kg_writer_avro, path, &options, &w, err) == KG_OK) {
+    ok = kg_writer_write(w, data, len, err) == KG_OK;
+    kg_writer_abort(w);
+  }
+  free(path);
+  return ok;
+}
+
+/* The datum check walks the encoding without allocating: every form a writer may use is accepted, and lengths
+ * and counts that no datum of that size could hold are refused at once. */
+static void test_datum_check(const char *dir) {
+  const char *longs = "{\"type\":\"array\",\"items\":\"long\"}";
+  CHECK(accepts(dir, longs, "\x04\x02\x04\x00", 4));      /* [1, 2] */
+  CHECK(accepts(dir, longs, "\x03\x04\x02\x04\x00", 5));  /* one block of -2 items, 2 bytes */
+  CHECK(!accepts(dir, longs, "\x03\x06\x02\x04\x00", 5)); /* a block size that does not add up */
+  CHECK(!accepts(dir, longs, "\x04\x02", 2));             /* cut short */
+  const char *nulls = "{\"type\":\"array\",\"items\":\"null\"}";
+  CHECK(accepts(dir, nulls, "\x06\x00", 2));                                   /* [null, null, null] */
+  CHECK(!accepts(dir, nulls, "\xfe\xff\xff\xff\xff\xff\xff\xff\x7f\x00", 10)); /* 2^62 nulls */
+  CHECK(!accepts(dir, "\"string\"", "\xfe\xff\xff\xff\x0f", 5));               /* a 2 GB string in 5 bytes */
+  CHECK(!accepts(dir, "\"string\"", "\x01", 1));                               /* a negative length */
+  CHECK(accepts(dir, "\"string\"",
+                "\x06"
+                "abc",
+                4));
+  CHECK(!accepts(dir, "\"boolean\"", "\x02", 1));
+  CHECK(!accepts(dir, "{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"A\",\"B\"]}", "\x04", 1));
+  CHECK(!accepts(dir, "[\"null\",\"long\"]", "\x04", 1));     /* union branch 2 of 2 */
+  CHECK(accepts(dir, "[\"null\",\"long\"]", "\x02\x08", 2));  /* branch 1: 4 */
+  CHECK(!accepts(dir, "\"int\"", "\xff\xff\xff\xff\x7f", 5)); /* beyond an int */
+  const char *map = "{\"type\":\"map\",\"values\":\"int\"}";
+  CHECK(accepts(dir, map, "\x02\x02k\x02\x00", 5)); /* {"k": 1} */
+  /* A recursive type: a list of three nodes. */
+  const char *list = "{\"type\":\"record\",\"name\":\"Node\",\"fields\":[{\"name\":\"v\",\"type\":\"int\"},"
+                     "{\"name\":\"next\",\"type\":[\"null\",\"Node\"]}]}";
+  CHECK(accepts(dir, list, "\x02\x02\x04\x02\x06\x00", 6));
+  CHECK(!accepts(dir, list, "\x02\x02\x04\x02\x06\x02", 6));
+}
+
 int main(void) {
   char tmpl[] = "/tmp/kg-writer-avro-XXXXXX";
   char *dir = mkdtemp(tmpl);
@@ -287,6 +334,7 @@ int main(void) {
   test_large_record(dir);
   test_empty(dir);
   test_not_a_datum(dir);
+  test_datum_check(dir);
   kg_fs_remove_tree(kg_fs_local(), dir, NULL);
   TEST_MAIN_END();
 }
