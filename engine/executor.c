@@ -153,7 +153,7 @@ static void *watchdog(void *arg) {
       last_progress = now;
     }
     const kg_config_t *c = w->x->config;
-    if (w->x->report && c->metrics_enabled && now - last_metrics >= c->metrics_interval_ms) {
+    if (w->x->report && kg_report_enabled(w->x->report) && now - last_metrics >= c->metrics_interval_ms) {
       kg_report_interim(w->x->report, w->x->tasks, w->x->ntasks);
       last_metrics = now;
     }

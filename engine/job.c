@@ -164,12 +164,11 @@ static int prepare(kg_job_t *job, kg_lock_t **lock, kg_state_t **state, char *er
 /* Reports the run: task data removed, the WARN for records that did not arrive, the metrics file, the history,
  * and the last log line. RC is the run's result, OUTCOME how a successful one ended. */
 static void report(kg_job_t *job, kg_state_t *state, bool recorded, int rc, kg_outcome_t outcome, const char *error) {
-  const kg_config_t *c = job->config;
   if (rc == KG_ELOCKED) return; /* another run's: nothing of this one to report */
   char err[KG_ERRLEN];
   if (job->fs && kg_fs_remove_tree(job->fs, job->job_dir, err)) KG_WARN("%s", err);
   kg_report_failed_records(job->tasks, job->ntasks);
-  if (c->metrics_enabled) kg_report_write(&job->report, job->tasks, job->ntasks, &job->metrics, rc == KG_OK);
+  kg_report_write(&job->report, job->tasks, job->ntasks, &job->metrics, rc == KG_OK);
   static const char *outcomes[] = {"SUCCESSFUL", "PARTIAL", "STOPPED"};
   char stopped[96] = "";
   if (rc == KG_OK && outcome == KG_OUTCOME_STOPPED)

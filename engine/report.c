@@ -1,12 +1,9 @@
-/* report.c: the metrics file and the accounting of records (report.h). */
+/* report.c: the report phase (report.h): events, the reporters of the registry, the accounting of records. */
 #include "report.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "fs.h"
 
 void kg_report_init(kg_report_t *report, const kg_config_t *config, const char *job_id) {
   memset(report, 0, sizeof *report);
@@ -23,60 +20,27 @@ void kg_report_event(kg_report_t *report, const char *name, const char *metadata
   kg_buf_appendf(&report->events, ",\"metadata\":%s}\n", metadata_json ? metadata_json : "{}");
 }
 
-/* Appends LEN bytes of DATA to the metrics file PATH in folder DIR (metrics.log.dir). The metrics files are
- * written by the file reporter to the local file system, whatever file system the writer uses. */
-static int append_metrics(const char *dir, const char *path, const char *data, size_t len) {
-  kg_fs_t *fs = kg_fs_local();
-  kg_fs_stream_t *stream = NULL;
-  char err[KG_ERRLEN];
-  if (kg_fs_mkdirs(fs, dir, err) || kg_fs_create(fs, path, KG_FS_APPEND, &stream, err)) return KG_EIO;
-  int rc = kg_fs_stream_write(stream, data, len, err);
-  if (kg_fs_stream_close(stream, err) && !rc) rc = KG_EIO;
-  return rc;
-}
+/* The reporters, in the order they report. A reporter is a file and a row here. */
+static const kg_reporter_t *const reporters[] = {&kg_reporter_file};
+#define KG_NREPORTERS (sizeof reporters / sizeof reporters[0])
 
-static char *metrics_path(const kg_report_t *report) {
-  const kg_config_t *c = report->config;
-  return *c->metrics_suffix
-             ? kg_xasprintf("%s/%s.metrics.%s.%s", c->metrics_dir, c->job_name, report->job_id, c->metrics_suffix)
-             : kg_xasprintf("%s/%s.metrics.%s", c->metrics_dir, c->job_name, report->job_id);
+bool kg_report_enabled(const kg_report_t *report) {
+  for (size_t i = 0; i < KG_NREPORTERS; i++)
+    if (reporters[i]->enabled(report->config)) return true;
+  return false;
 }
 
 void kg_report_interim(const kg_report_t *report, const kg_task_t *tasks, size_t ntasks) {
-  const kg_config_t *c = report->config;
-  kg_buf_t out = {0};
-  for (size_t i = 0; i < ntasks; i++) {
-    const kg_task_t *t = &tasks[i];
-    kg_buf_appendf(
-        &out, "{\"type\":\"metrics\",\"interim\":true,\"time\":%lld,\"context\":{\"job\":", (long long)kg_now_ms());
-    kg_json_string(&out, report->job_id);
-    kg_buf_append(&out, ",\"task\":", 8);
-    kg_json_string(&out, t->spec.task_id);
-    kg_buf_appendf(&out, "},\"counters\":{\"%s\":%lld,\"%s\":%lld,\"%s\":%lld}}\n", KG_M_RECORDS_READ,
-                   (long long)atomic_load((_Atomic int64_t *)&t->live.read), KG_M_RECORDS_WRITTEN,
-                   (long long)atomic_load((_Atomic int64_t *)&t->live.written), KG_M_BYTES_WRITTEN,
-                   (long long)atomic_load((_Atomic int64_t *)&t->live.bytes));
-  }
-  char *path = metrics_path(report);
-  if (append_metrics(c->metrics_dir, path, out.data, out.len))
-    KG_WARN("cannot write the metrics file %s (metrics.log.dir)", path);
-  free(path);
-  kg_buf_free(&out);
+  for (size_t i = 0; i < KG_NREPORTERS; i++)
+    if (reporters[i]->enabled(report->config) && reporters[i]->interim) reporters[i]->interim(report, tasks, ntasks);
 }
 
 void kg_report_write(kg_report_t *report, const kg_task_t *tasks, size_t ntasks, const kg_metrics_t *job_metrics,
                      bool succeeded) {
-  const kg_config_t *c = report->config;
-  kg_buf_t out = {0};
+  if (!kg_report_enabled(report)) return;
+  /* The per-partition events, for every reporter. */
   for (size_t i = 0; i < ntasks; i++) {
     const kg_task_t *t = &tasks[i];
-    kg_buf_appendf(&out, "{\"type\":\"metrics\",\"time\":%lld,\"context\":{\"job\":", (long long)kg_now_ms());
-    kg_json_string(&out, report->job_id);
-    kg_buf_append(&out, ",\"task\":", 8);
-    kg_json_string(&out, t->spec.task_id);
-    kg_buf_appendf(&out, ",\"state\":\"%s\"},\"counters\":", t->result.succeeded ? "SUCCESSFUL" : "FAILED");
-    kg_metrics_json(&t->result.metrics, &out);
-    kg_buf_append(&out, "}\n", 2);
     for (size_t u = 0; u < t->spec.nunits; u++) {
       kg_workunit_t *wu = t->spec.units[u];
       const kg_unit_result_t *r = t->result.units ? &t->result.units[u] : NULL;
@@ -109,20 +73,8 @@ void kg_report_write(kg_report_t *report, const kg_task_t *tasks, size_t ntasks,
       }
     }
   }
-  kg_buf_appendf(&out, "{\"type\":\"metrics\",\"time\":%lld,\"context\":{\"job\":", (long long)kg_now_ms());
-  kg_json_string(&out, report->job_id);
-  kg_buf_appendf(&out, ",\"state\":\"%s\"},\"counters\":", succeeded ? "SUCCESSFUL" : "FAILED");
-  kg_metrics_json(job_metrics, &out);
-  kg_buf_append(&out, "}\n", 2);
-  if (report->events.len) kg_buf_append(&out, report->events.data, report->events.len);
-
-  char *path = metrics_path(report);
-  if (append_metrics(c->metrics_dir, path, out.data, out.len)) /* after any interim reports */
-    KG_WARN("cannot write the metrics file %s (metrics.log.dir)", path);
-  else
-    KG_INFO("Wrote metrics to %s", path);
-  free(path);
-  kg_buf_free(&out);
+  for (size_t i = 0; i < KG_NREPORTERS; i++)
+    if (reporters[i]->enabled(report->config)) reporters[i]->final(report, tasks, ntasks, job_metrics, succeeded);
 }
 
 void kg_report_failed_records(const kg_task_t *tasks, size_t ntasks) {

@@ -1,7 +1,7 @@
-/* report.h: the report phase: the metrics file (interim lines during a run, the full report at its end, with the
- * events), the WARN that accounts for every record that did not reach the output, and the counts kept in the run
- * history. A reporter is what grows here (a Prometheus text file next): it reads the job's and the tasks' results
- * and writes them somewhere; it never changes them. */
+/* report.h: the report phase: the events of a run and its reporters (the metrics file today: interim lines during
+ * the run, the full report at its end), the WARN that accounts for every record that did not reach the output, and
+ * the counts kept in the run history. Reporters read the job's and the tasks' results and write them somewhere;
+ * they never change them. */
 #ifndef KG_REPORT_H
 #define KG_REPORT_H
 
@@ -24,13 +24,30 @@ void kg_report_clear(kg_report_t *report);
 /* Records the event NAME (WorkUnitsCreated, JobRunTimer, ...) with METADATA_JSON (an object, or NULL for {}). */
 void kg_report_event(kg_report_t *report, const char *name, const char *metadata_json);
 
-/* Appends one interim line per task to the metrics file: records read and written and bytes written so far. */
+/* A reporter: where a run's metrics go. One file each (reporter_file.c: the metrics file), and a row in report.c's
+ * registry. A reporter that cannot write says so in a WARN: the run's outcome never depends on it. */
+typedef struct {
+  const char *name;
+  bool (*enabled)(const kg_config_t *config); /* whether the job's properties turn it on */
+  /* While the run goes on, every metrics.report.interval, possibly on another thread than the job's: what the
+   * tasks have done so far (their live counters only). May be NULL. */
+  void (*interim)(const kg_report_t *report, const kg_task_t *tasks, size_t ntasks);
+  /* When the run ends: each task's metrics and the job's (JOB_METRICS, the tasks' merged with the job's own),
+   * and every event of the run (report->events). SUCCEEDED is the run's state. */
+  void (*final)(const kg_report_t *report, const kg_task_t *tasks, size_t ntasks, const kg_metrics_t *job_metrics,
+                bool succeeded);
+} kg_reporter_t;
+
+extern const kg_reporter_t kg_reporter_file;
+
+/* Whether any reporter is on. */
+bool kg_report_enabled(const kg_report_t *report);
+
+/* Hands what the tasks have done so far to every reporter that is on. */
 void kg_report_interim(const kg_report_t *report, const kg_task_t *tasks, size_t ntasks);
 
-/* Appends the full report to the metrics file: a line per task and one for the job (JOB_METRICS, the tasks'
- * metrics merged with the job's own), the per-partition events (KafkaExtractorTopicMetadata,
- * PrematureExtractorStop) and every event recorded. SUCCEEDED is the run's state. A file that cannot be written
- * is a WARN: the run's outcome does not depend on it. */
+/* The full report, when the run ends: records the per-partition events (KafkaExtractorTopicMetadata,
+ * PrematureExtractorStop), then hands everything to every reporter that is on. */
 void kg_report_write(kg_report_t *report, const kg_task_t *tasks, size_t ntasks, const kg_metrics_t *job_metrics,
                      bool succeeded);
 
