@@ -25,6 +25,7 @@ const char *kg_err2str(int err) {
   case KG_ENOTFOUND: return "not found";
   case KG_ERANGE: return "offset out of range";
   case KG_EBUDGET: return "over the error budget";
+  case KG_EREGISTRY: return "schema registry error";
   default: return "unknown error";
   }
 }

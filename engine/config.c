@@ -49,6 +49,7 @@ static const char *const packers[] = {"SINGLE_LEVEL", "BI_LEVEL", NULL};
 static const char *const limit_types[] = {"time", "rate", "count", NULL};
 static const char *const time_units[] = {"milliseconds", "seconds", "minutes", "hours", "days", NULL};
 static const char *const commit_policies[] = {"full", "successful", NULL};
+static const char *const registries[] = {"ConfluentKafkaSchemaRegistry", "KafkaAvroSchemaRegistry", NULL};
 
 /* The setters and computed defaults of the odd rows, defined below the table. */
 static char *default_job_name(const kg_config_t *c);
@@ -68,6 +69,8 @@ static int set_avro_schema(kg_config_t *c, const kg_property_t *p, const char *k
 static int set_skip_errors(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                            char *errbuf);
 static int set_limits(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
+static int set_registry_class(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                              char *errbuf);
 
 /* Rows are read in this order, so when a job has several bad values, the first row's error is the one
  * reported. job.name comes first: the job's identity is checked before the work dir that roots the paths. */
@@ -174,6 +177,46 @@ static const kg_property_t properties[] = {
             "`offset.store.method` (kingest stores offsets in its state database), `bootstrap.servers`, "
             "`metadata.broker.list` (use `kafka.brokers`), `group.id`, `group.instance.id` (kingest joins no consumer "
             "group)."},
+
+    /* The schema registry (engine/registry.c), read by the Avro decoders of kafka.deserializer.type. */
+    {.name = "kafka.schema.registry.url",
+     .type = KG_PROP_STRING,
+     .def = "",
+     KG_FIELD(registry_url),
+     .doc = "Base URL (`http://` or `https://`) of the schema registry: Confluent's API (`.../apis/ccompat/v7` on "
+            "an Apicurio registry), or for `KafkaAvroSchemaRegistry` the URL under which `/id=<md5 hex>` and "
+            "`/latest_with_type=<topic>` answer. Records are not decoded with it yet: `kafka.deserializer.type` is "
+            "not implemented."},
+    {.name = "kafka.schema.registry.class",
+     .type = KG_PROP_CLASS,
+     .def_doc = "Confluent's",
+     .names = registries,
+     .set = set_registry_class,
+     .doc = "The registry's API: `ConfluentKafkaSchemaRegistry` (schemas by 4-byte id at `/schemas/ids/<id>`, the "
+            "latest at `/subjects/<topic><suffix>/versions/latest`) or `KafkaAvroSchemaRegistry` (LinkedIn's: by "
+            "16-byte MD5 id at `/id=<hex>`, the latest at `/latest_with_type=<topic>`)."},
+    {.name = "kafka.schema_registry.confluent.schema_name_suffix",
+     .type = KG_PROP_STRING,
+     .def = "-value",
+     KG_FIELD(registry_subject_suffix),
+     .doc = "Confluent's registry: a topic's latest schema is that of subject `<topic><suffix>`."},
+    {.name = "kafka.schema.registry.max.cache.size",
+     .type = KG_PROP_INT,
+     .def = "1000",
+     .min = 1,
+     .max = 1000000,
+     KG_FIELD(registry_cache_size),
+     .doc = "Schemas (and ids or topics the registry does not know) a registry client keeps (one per task); past it, "
+            "the one kept longest goes."},
+    {.name = "kafka.schema.registry.cache.expire.after.write.min",
+     .type = KG_PROP_INT,
+     .def = "10",
+     .min = 0,
+     .max = 525600,
+     KG_FIELD(registry_cache_expire_min),
+     .doc = "Minutes a schema, or the registry's answer that it does not know an id or topic, is kept before the "
+            "registry is asked again; 0 keeps nothing. A registry that does not answer is tried 3 times, 1 s apart, "
+            "and its failure is not kept."},
 
     /* Source, writer and publisher. */
     {.name = "source.class",
@@ -694,6 +737,17 @@ static const char *simple_name(const char *cls) {
   return dot ? dot + 1 : cls;
 }
 
+/* The class names the registry's API; the row's parse has checked it is one of REGISTRIES. */
+static int set_registry_class(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                              char *errbuf) {
+  (void)v, (void)errbuf;
+  char tmp[256];
+  const char *name = simple_name(trimmed(kg_props_get(c->props, key), tmp, sizeof tmp));
+  for (int i = 0; p->names[i]; i++)
+    if (!strcmp(name, p->names[i])) c->registry_kind = i ? KG_REGISTRY_LINKEDIN : KG_REGISTRY_CONFLUENT;
+  return KG_OK;
+}
+
 /* Gobblin properties kingest does not read. The first row that matches a key decides: a row with a VALUE
  * matches that value only (compared case-insensitively), a row without matches any. A row without INSTEAD is
  * harmless to ignore: it changes nothing in a standalone run's output or its meaning. A row with INSTEAD would
@@ -731,8 +785,6 @@ static const struct {
     {"kafka.deserializer.type", NULL,
      "records are the payload's bytes; decode them in a job.lua (decodeRecord, or source = "
      "\"gobblin.source.kafka_json\")"},
-    {"kafka.schema.registry.url", NULL, "no schema registry is read; records are the payload's bytes"},
-    {"kafka.schema.registry.class", NULL, "no schema registry is read; records are the payload's bytes"},
     {"fork.branches", NULL, "every record goes to one branch: one writer, one output"},
     {"fork.operator.class", NULL, "every record goes to one branch: one writer, one output"},
     {"qualitychecker.task.policies", NULL, "no quality check is made: every task's output is published"},
@@ -1085,11 +1137,25 @@ static int set_limits(kg_config_t *c, const kg_property_t *enabled, const char *
 void kg_config_destroy(kg_config_t *c) {
   if (!c) return;
   kg_props_destroy(c->props);
-  char **strings[] = {&c->job_file,        &c->job_name,       &c->brokers,     &c->topic_whitelist,
-                      &c->topic_blacklist, &c->move_to_latest, &c->work_dir,    &c->state_store_dir,
-                      &c->task_data_root,  &c->final_dir,      &c->lock_dir,    &c->extract_namespace,
-                      &c->output_format,   &c->delimiter,      &c->metrics_dir, &c->metrics_suffix,
-                      &c->avro_schema};
+  char **strings[] = {&c->job_file,
+                      &c->job_name,
+                      &c->brokers,
+                      &c->topic_whitelist,
+                      &c->topic_blacklist,
+                      &c->move_to_latest,
+                      &c->work_dir,
+                      &c->state_store_dir,
+                      &c->task_data_root,
+                      &c->final_dir,
+                      &c->lock_dir,
+                      &c->extract_namespace,
+                      &c->output_format,
+                      &c->delimiter,
+                      &c->metrics_dir,
+                      &c->metrics_suffix,
+                      &c->avro_schema,
+                      &c->registry_url,
+                      &c->registry_subject_suffix};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
     free(*strings[i]);
   free(c);

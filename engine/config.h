@@ -15,6 +15,7 @@ typedef enum { KG_PATH_TABLENAME = 0, KG_PATH_NAMESPACE_TABLE, KG_PATH_DEFAULT }
 typedef enum { KG_ERRORS_SKIP = 0, KG_ERRORS_FAIL, KG_ERRORS_QUARANTINE } kg_error_policy_t;
 typedef enum { KG_LIMIT_TIME = 0, KG_LIMIT_RATE, KG_LIMIT_COUNT } kg_limit_type_t;
 typedef enum { KG_COMMIT_FULL = 0, KG_COMMIT_SUCCESSFUL } kg_commit_policy_t;
+typedef enum { KG_REGISTRY_CONFLUENT = 0, KG_REGISTRY_LINKEDIN } kg_registry_kind_t;
 typedef enum { KG_ESTIMATOR_AVG_RECORD_TIME = 0, KG_ESTIMATOR_AVG_RECORD_SIZE, KG_ESTIMATOR_CUSTOM } kg_estimator_t;
 
 /* Every field is owned by the config (freed by kg_config_destroy). Paths are absolute. */
@@ -63,16 +64,21 @@ typedef struct {
   char *metrics_dir;                /* metrics.log.dir */
   char *metrics_suffix;             /* metrics.reporting.file.suffix, "" for none */
   int64_t metrics_interval_ms;
-  int64_t metadata_timeout_ms;     /* kafka.metadata.timeout.ms: broker discovery and offset queries */
-  int64_t fetch_timeout_ms;        /* kafka.fetch.timeout.ms: longest wait for the next record of a range */
-  int batch_size;                  /* kafka.fetch.batch.size: records handed to Lua per call */
-  kg_error_policy_t decode_errors; /* decode.error.policy */
-  int64_t skip_error_limit;        /* task.skip.error.records, -1 unlimited; see skip_error_limit_set */
-  bool skip_error_limit_set;       /* given: bounds every script failure; not given: converters 0, decode unlimited */
-  double error_max_ratio;          /* decode.error.max.ratio: most failed records per record a task may read */
-  bool fail_on_partial;            /* job.fail.on.partial: a run that stopped short of a high watermark fails */
-  int64_t progress_interval_ms;    /* progress.interval.ms: progress log lines when stderr is not a terminal */
-  int64_t batch_timeout_ms;        /* script.batch.timeout.ms: longest one call into the script may run */
+  int64_t metadata_timeout_ms;       /* kafka.metadata.timeout.ms: broker discovery and offset queries */
+  int64_t fetch_timeout_ms;          /* kafka.fetch.timeout.ms: longest wait for the next record of a range */
+  int batch_size;                    /* kafka.fetch.batch.size: records handed to Lua per call */
+  kg_error_policy_t decode_errors;   /* decode.error.policy */
+  int64_t skip_error_limit;          /* task.skip.error.records, -1 unlimited; see skip_error_limit_set */
+  bool skip_error_limit_set;         /* given: bounds every script failure; not given: converters 0, decode unlimited */
+  double error_max_ratio;            /* decode.error.max.ratio: most failed records per record a task may read */
+  bool fail_on_partial;              /* job.fail.on.partial: a run that stopped short of a high watermark fails */
+  int64_t progress_interval_ms;      /* progress.interval.ms: progress log lines when stderr is not a terminal */
+  int64_t batch_timeout_ms;          /* script.batch.timeout.ms: longest one call into the script may run */
+  char *registry_url;                /* kafka.schema.registry.url, "" when not given */
+  kg_registry_kind_t registry_kind;  /* kafka.schema.registry.class; Confluent's when not given */
+  char *registry_subject_suffix;     /* kafka.schema_registry.confluent.schema_name_suffix */
+  int64_t registry_cache_size;       /* kafka.schema.registry.max.cache.size: entries */
+  int64_t registry_cache_expire_min; /* kafka.schema.registry.cache.expire.after.write.min: minutes, 0: none kept */
 } kg_config_t;
 
 /* Builds a config from PROPS (takes ownership of PROPS, even on failure). JOB_FILE is the job file's path;

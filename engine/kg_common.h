@@ -18,8 +18,9 @@ enum {
   KG_ELOCKED = -6, /* another instance of the job holds the lock */
   KG_ENOMEM = -7,
   KG_ENOTFOUND = -8,
-  KG_ERANGE = -9,   /* a Kafka offset outside the partition's range (records deleted under the reader) */
-  KG_EBUDGET = -10, /* more records failed in the script than the error budget allows */
+  KG_ERANGE = -9,     /* a Kafka offset outside the partition's range (records deleted under the reader) */
+  KG_EBUDGET = -10,   /* more records failed in the script than the error budget allows */
+  KG_EREGISTRY = -11, /* the schema registry did not answer, or answered with something that is not a schema */
 };
 
 const char *kg_err2str(int err);

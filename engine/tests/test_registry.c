@@ -1,0 +1,361 @@
+/* test_registry.c: the schema registry client against the real registry that scripts/registry runs (the ctest
+ * fixture "registry" starts it; its URL is in $KINGEST_REGISTRY_DIR/url): both APIs, what is cached (schemas
+ * and unknown ids), expiry and eviction, a registry that is down or does not answer (bounded time), and the
+ * client's properties. Schemas are registered with spec/support/avro_produce.py. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "props.h"
+#include "registry.h"
+#include "test.h"
+
+static char base_url[256];
+static char run_id[32];
+static char schema_path[64];
+static const char *schema_text =
+    "{\"type\":\"record\",\"name\":\"Event\",\"namespace\":\"kingest.test\",\"fields\":[{\"name\":\"id\",\"type\":"
+    "\"long\"},{\"name\":\"name\",\"type\":\"string\"}]}";
+
+/* Registers the test schema for TOPIC through the spec helper; returns its id as printed, or "" on failure. */
+static void register_schema(const char *format, const char *url, const char *topic, char *id, size_t size) {
+  const char *root = getenv("KINGEST_ROOT") ? getenv("KINGEST_ROOT") : ".";
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "python3 '%s/spec/support/avro_produce.py' register %s '%s' '%s' '%s'", root, format, url,
+           topic, schema_path);
+  id[0] = 0;
+  FILE *p = popen(cmd, "r");
+  if (!p) return;
+  if (fgets(id, (int)size, p)) id[strcspn(id, "\n")] = 0;
+  pclose(p);
+}
+
+static kg_registry_options_t options(const char *url, kg_registry_kind_t kind) {
+  return (kg_registry_options_t){.url = url,
+                                 .kind = kind,
+                                 .subject_suffix = "-value",
+                                 .cache_size = 100,
+                                 .expire_ms = 600000,
+                                 .attempts = KG_REGISTRY_ATTEMPTS,
+                                 .retry_pause_ms = KG_REGISTRY_RETRY_PAUSE_MS,
+                                 .connect_timeout_ms = 2000,
+                                 .request_timeout_ms = 5000};
+}
+
+static void be32(uint32_t n, uint8_t out[4]) {
+  out[0] = (uint8_t)(n >> 24), out[1] = (uint8_t)(n >> 16), out[2] = (uint8_t)(n >> 8), out[3] = (uint8_t)n;
+}
+
+static void test_confluent(void) {
+  char err[KG_ERRLEN] = "", url[512], topic[64], id_text[64];
+  snprintf(url, sizeof url, "%s/apis/ccompat/v7/", base_url); /* a trailing '/' is dropped */
+  snprintf(topic, sizeof topic, "confluent_%s", run_id);
+  register_schema("confluent", url, topic, id_text, sizeof id_text);
+  CHECK(id_text[0] != 0);
+  kg_registry_options_t o = options(url, KG_REGISTRY_CONFLUENT);
+  kg_registry_t *r = NULL;
+  CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
+  if (!r) return;
+  uint8_t id[4];
+  be32((uint32_t)atoi(id_text), id);
+  char *schema = NULL;
+  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_OK);
+  CHECK_STR(schema, schema_text);
+  free(schema);
+  CHECK_INT(kg_registry_requests(r), 1);
+  /* The second lookup is the cache's. */
+  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_OK);
+  CHECK_STR(schema, schema_text);
+  free(schema);
+  CHECK_INT(kg_registry_requests(r), 1);
+
+  CHECK_INT(kg_registry_latest(r, topic, &schema, err), KG_OK);
+  CHECK_STR(schema, schema_text);
+  free(schema);
+  CHECK_INT(kg_registry_requests(r), 2);
+
+  /* An id the registry does not know: an error naming it, and kept, so the next record costs no request. */
+  be32(987654, id);
+  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_ENOTFOUND);
+  CHECK(schema == NULL);
+  CHECK_CONTAINS(err, "/apis/ccompat/v7/schemas/ids/987654 does not know schema id 987654: HTTP 404");
+  CHECK_INT(kg_registry_requests(r), 3);
+  err[0] = 0;
+  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_ENOTFOUND);
+  CHECK_CONTAINS(err, "does not know schema id 987654: HTTP 404");
+  CHECK_INT(kg_registry_requests(r), 3);
+
+  /* A topic with no schema, and an id of the wrong size. */
+  CHECK_INT(kg_registry_latest(r, "no_such_topic", &schema, err), KG_ENOTFOUND);
+  CHECK_CONTAINS(err, "does not know the latest schema of subject no_such_topic-value (topic no_such_topic): HTTP 404");
+  CHECK_INT(kg_registry_schema_by_id(r, id, 16, &schema, err), KG_EINVAL);
+  CHECK_STR(err, "a schema id of Confluent's registry is 4 bytes, not 16");
+  kg_registry_destroy(r);
+}
+
+static void test_linkedin(void) {
+  char err[KG_ERRLEN] = "", url[512], topic[64], hex[64];
+  snprintf(url, sizeof url, "%s/apis/registry/v2/groups/kingest_%s/artifacts", base_url, run_id);
+  snprintf(topic, sizeof topic, "linkedin_%s", run_id);
+  register_schema("linkedin", url, topic, hex, sizeof hex);
+  CHECK_INT(strlen(hex), 32);
+  kg_registry_options_t o = options(url, KG_REGISTRY_LINKEDIN);
+  kg_registry_t *r = NULL;
+  CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
+  if (!r || strlen(hex) != 32) {
+    kg_registry_destroy(r);
+    return;
+  }
+  uint8_t id[16];
+  for (int i = 0; i < 16; i++)
+    sscanf(hex + 2 * i, "%2hhx", &id[i]);
+  char *schema = NULL;
+  CHECK_INT(kg_registry_schema_by_id(r, id, 16, &schema, err), KG_OK);
+  CHECK_STR(schema, schema_text);
+  free(schema);
+  CHECK_INT(kg_registry_latest(r, topic, &schema, err), KG_OK);
+  CHECK_STR(schema, schema_text);
+  free(schema);
+  CHECK_INT(kg_registry_requests(r), 2);
+
+  memset(id, 0xab, sizeof id);
+  CHECK_INT(kg_registry_schema_by_id(r, id, 16, &schema, err), KG_ENOTFOUND);
+  CHECK_CONTAINS(err, "/id=abababababababababababababababab does not know schema id abababababababababababababababab: "
+                      "HTTP 404");
+  CHECK_INT(kg_registry_schema_by_id(r, id, 16, &schema, err), KG_ENOTFOUND);
+  CHECK_INT(kg_registry_requests(r), 3);
+  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_EINVAL);
+  kg_registry_destroy(r);
+}
+
+/* Entries go after expire_ms; past cache_size, the one written longest ago goes. */
+static void test_cache_limits(void) {
+  char err[KG_ERRLEN] = "", url[512];
+  snprintf(url, sizeof url, "%s/apis/ccompat/v7", base_url);
+  kg_registry_options_t o = options(url, KG_REGISTRY_CONFLUENT);
+  o.expire_ms = 300;
+  kg_registry_t *r = NULL;
+  CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
+  if (!r) return;
+  uint8_t a[4], b[4];
+  be32(900001, a);
+  be32(900002, b);
+  char *schema;
+  kg_registry_schema_by_id(r, a, 4, &schema, err);
+  kg_registry_schema_by_id(r, a, 4, &schema, err);
+  CHECK_INT(kg_registry_requests(r), 1);
+  usleep(400000);
+  kg_registry_schema_by_id(r, a, 4, &schema, err);
+  CHECK_INT(kg_registry_requests(r), 2);
+  kg_registry_destroy(r);
+
+  o = options(url, KG_REGISTRY_CONFLUENT);
+  o.cache_size = 1;
+  CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
+  if (!r) return;
+  kg_registry_schema_by_id(r, a, 4, &schema, err);
+  kg_registry_schema_by_id(r, b, 4, &schema, err); /* a goes */
+  kg_registry_schema_by_id(r, b, 4, &schema, err);
+  CHECK_INT(kg_registry_requests(r), 2);
+  kg_registry_schema_by_id(r, a, 4, &schema, err);
+  CHECK_INT(kg_registry_requests(r), 3);
+  kg_registry_destroy(r);
+
+  o = options(url, KG_REGISTRY_CONFLUENT);
+  o.expire_ms = 0; /* nothing kept */
+  CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
+  if (!r) return;
+  kg_registry_schema_by_id(r, a, 4, &schema, err);
+  kg_registry_schema_by_id(r, a, 4, &schema, err);
+  CHECK_INT(kg_registry_requests(r), 2);
+  kg_registry_destroy(r);
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A loopback port bound and listening, whose connections are never answered; *FD is the socket. */
+static int silent_port(int *fd) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  *fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (*fd < 0 || bind(*fd, (struct sockaddr *)&a, sizeof a) || listen(*fd, 16) ||
+      getsockname(*fd, (struct sockaddr *)&a, &len))
+    return -1;
+  return ntohs(a.sin_port);
+}
+
+/* A registry that is down: 3 attempts 1 s apart, then an error naming the URL; nothing is kept, so the next call
+ * tries again. One that accepts connections and never answers: bounded by the request timeout. */
+static void test_registry_down(void) {
+  char err[KG_ERRLEN] = "", url[256];
+  int fd;
+  int port = silent_port(&fd);
+  CHECK(port > 0);
+  close(fd); /* now nothing listens there */
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/apis/ccompat/v7", port);
+  kg_registry_options_t o = options(url, KG_REGISTRY_CONFLUENT);
+  kg_registry_t *r = NULL;
+  CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
+  if (!r) return;
+  uint8_t id[4];
+  be32(1, id);
+  char *schema = NULL;
+  int64_t t0 = now_ms();
+  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_EREGISTRY);
+  int64_t took = now_ms() - t0;
+  CHECK(took >= 2000 && took < 4000);
+  CHECK_INT(kg_registry_requests(r), 3);
+  char want[512];
+  snprintf(want, sizeof want, "schema registry %s/schemas/ids/1 did not answer: 3 attempts in ", url);
+  CHECK_CONTAINS(err, want);
+  CHECK_CONTAINS(err, "1000 ms apart; the last got: Failed to connect to 127.0.0.1 port");
+  CHECK_INT(kg_registry_latest(r, "t", &schema, err), KG_EREGISTRY);
+  CHECK_INT(kg_registry_requests(r), 6);
+  kg_registry_destroy(r);
+
+  port = silent_port(&fd);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+  o = options(url, KG_REGISTRY_LINKEDIN);
+  o.request_timeout_ms = 300;
+  o.retry_pause_ms = 100;
+  CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
+  if (r) {
+    t0 = now_ms();
+    CHECK_INT(kg_registry_latest(r, "t", &schema, err), KG_EREGISTRY);
+    took = now_ms() - t0;
+    CHECK(took >= 900 && took < 3000);
+    CHECK_CONTAINS(err, "/latest_with_type=t did not answer: 3 attempts in ");
+    CHECK_CONTAINS(err, "the last got: Operation timed out after");
+  }
+  kg_registry_destroy(r);
+  close(fd);
+}
+
+/* Tasks share nothing, but a client may be shared: threads looking up known and unknown ids at once. */
+typedef struct {
+  kg_registry_t *r;
+  uint32_t known;
+  int ok, notfound;
+} worker_t;
+
+static void *worker(void *arg) {
+  worker_t *w = arg;
+  char err[KG_ERRLEN];
+  for (int i = 0; i < 200; i++) {
+    uint8_t id[4];
+    be32(i % 2 ? w->known : 800000 + (uint32_t)(i % 7), id);
+    char *schema = NULL;
+    int rc = kg_registry_schema_by_id(w->r, id, 4, &schema, err);
+    if (rc == KG_OK && schema && !strcmp(schema, schema_text)) w->ok++;
+    if (rc == KG_ENOTFOUND) w->notfound++;
+    free(schema);
+  }
+  return NULL;
+}
+
+static void test_threads(void) {
+  char err[KG_ERRLEN] = "", url[512], topic[64], id_text[64];
+  snprintf(url, sizeof url, "%s/apis/ccompat/v7", base_url);
+  snprintf(topic, sizeof topic, "threads_%s", run_id);
+  register_schema("confluent", url, topic, id_text, sizeof id_text);
+  kg_registry_options_t o = options(url, KG_REGISTRY_CONFLUENT);
+  kg_registry_t *r = NULL;
+  CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
+  if (!r) return;
+  worker_t w[4];
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (worker_t){.r = r, .known = (uint32_t)atoi(id_text)};
+    pthread_create(&t[i], NULL, worker, &w[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    CHECK_INT(w[i].ok, 100);
+    CHECK_INT(w[i].notfound, 100);
+  }
+  CHECK_INT(kg_registry_requests(r), 8); /* one known id, 7 unknown ones */
+  kg_registry_destroy(r);
+}
+
+static int config_from(const char *text, kg_config_t **c, char *err) {
+  kg_props_t *p = kg_props_new();
+  int rc = kg_props_parse(p, text, strlen(text), "job.pull", err);
+  if (rc) {
+    kg_props_destroy(p);
+    return rc;
+  }
+  return kg_config_new(p, "/jobs/avro.pull", false, "/tmp/kg-work", c, err);
+}
+
+/* The client from a job's properties. */
+static void test_from_config(void) {
+  char err[KG_ERRLEN] = "", text[1024];
+  kg_config_t *c = NULL;
+  kg_registry_t *r = NULL;
+  CHECK_INT(config_from("kafka.brokers=b:1\n", &c, err), KG_OK);
+  if (c) CHECK_INT(kg_registry_new(c, &r, err), KG_EINVAL);
+  CHECK_STR(err, "/jobs/avro.pull: missing property kafka.schema.registry.url (the schema registry's URL)");
+  kg_config_destroy(c);
+
+  CHECK_INT(config_from("kafka.brokers=b:1\nkafka.schema.registry.url=localhost:8081\n", &c, err), KG_OK);
+  if (c) CHECK_INT(kg_registry_new(c, &r, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: invalid value 'localhost:8081' for property kafka.schema.registry.url: expected an "
+                 "http:// or https:// URL");
+  kg_config_destroy(c);
+
+  char topic[64], hex[64], url[512];
+  snprintf(url, sizeof url, "%s/apis/registry/v2/groups/config_%s/artifacts", base_url, run_id);
+  snprintf(topic, sizeof topic, "config_%s", run_id);
+  register_schema("linkedin", url, topic, hex, sizeof hex);
+  snprintf(text, sizeof text,
+           "kafka.brokers=b:1\nkafka.schema.registry.url=%s\n"
+           "kafka.schema.registry.class=org.apache.gobblin.metrics.kafka.KafkaAvroSchemaRegistry\n",
+           url);
+  CHECK_INT(config_from(text, &c, err), KG_OK);
+  if (c) CHECK_INT(kg_registry_new(c, &r, err), KG_OK);
+  if (r) {
+    char *schema = NULL;
+    CHECK_INT(kg_registry_latest(r, topic, &schema, err), KG_OK);
+    CHECK_STR(schema, schema_text);
+    free(schema);
+  }
+  kg_registry_destroy(r);
+  kg_config_destroy(c);
+}
+
+int main(void) {
+  kg_log_set_level(KG_LOG_ERROR);
+  const char *dir = getenv("KINGEST_REGISTRY_DIR");
+  char path[512];
+  snprintf(path, sizeof path, "%s/url", dir ? dir : ".registry");
+  FILE *f = fopen(path, "r");
+  if (!f || !fgets(base_url, sizeof base_url, f)) {
+    fprintf(stderr, "no registry URL in %s (scripts/registry start)\n", path);
+    return 1;
+  }
+  fclose(f);
+  base_url[strcspn(base_url, "\n")] = 0;
+  snprintf(run_id, sizeof run_id, "%ld_%ld", (long)getpid(), (long)time(NULL) % 100000);
+  snprintf(schema_path, sizeof schema_path, "/tmp/kg-test-registry-%ld.avsc", (long)getpid());
+  f = fopen(schema_path, "w");
+  fputs(schema_text, f);
+  fclose(f);
+
+  test_confluent();
+  test_linkedin();
+  test_cache_limits();
+  test_registry_down();
+  test_threads();
+  test_from_config();
+  remove(schema_path);
+  TEST_MAIN_END();
+}
