@@ -296,3 +296,25 @@ size_t kg_edit_distance(const char *a, const char *b, size_t limit) {
   }
   return row[m];
 }
+
+char *kg_read_file(const char *path, size_t *len, int *error) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    *error = errno;
+    return NULL;
+  }
+  kg_buf_t buf = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    kg_buf_append(&buf, chunk, n);
+  bool failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    kg_buf_free(&buf);
+    *error = -1;
+    return NULL;
+  }
+  *len = buf.len;
+  return buf.data ? buf.data : kg_xstrdup("");
+}

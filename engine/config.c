@@ -619,25 +619,10 @@ static char *no_schema(const kg_config_t *c) {
 
 /* The bytes of file PATH: a new string of *LEN bytes, or NULL with the reason in WHY. */
 static char *read_file(const char *path, size_t *len, char *why, size_t why_size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(why, why_size, "%s", strerror(errno));
-    return NULL;
-  }
-  kg_buf_t buf = {0};
-  char chunk[8192];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    kg_buf_append(&buf, chunk, n);
-  bool failed = ferror(f);
-  fclose(f);
-  if (failed) {
-    snprintf(why, why_size, "read error");
-    kg_buf_free(&buf);
-    return NULL;
-  }
-  *len = buf.len;
-  return buf.data ? buf.data : kg_xstrdup("");
+  int error = 0;
+  char *data = kg_read_file(path, len, &error);
+  if (!data) snprintf(why, why_size, "%s", error > 0 ? strerror(error) : "read error");
+  return data;
 }
 
 /* writer.avro.schema, or writer.avro.schema.file, read together: the schema text, checked by avro-c. avro-c

@@ -87,6 +87,10 @@ void kg_buf_free(kg_buf_t *buf);
  * strings of 256 bytes or more. */
 size_t kg_edit_distance(const char *a, const char *b, size_t limit);
 
+/* The whole file at PATH: a new buffer of *LEN bytes, NUL-terminated, or NULL with *ERROR set to the errno of a
+ * file that cannot be opened, or to -1 when reading it failed. */
+char *kg_read_file(const char *path, size_t *len, int *error);
+
 /* Trims spaces and tabs at both ends, in place; returns S. */
 char *kg_strtrim(char *s);
 /* Parses a whole base-10 integer; false if S is not one. */

@@ -215,21 +215,13 @@ int kg_props_parse(kg_props_t *props, const char *text, size_t len, const char *
 }
 
 int kg_props_load_file(kg_props_t *props, const char *path, char *errbuf) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return kg_fail(errbuf, KG_EIO, "%s: cannot read job file: %s", path, strerror(errno));
-  kg_buf_t text = {0};
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    kg_buf_append(&text, chunk, n);
-  bool bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    kg_buf_free(&text);
-    return kg_fail(errbuf, KG_EIO, "%s: cannot read job file", path);
-  }
-  int rc = kg_props_parse(props, text.data ? text.data : "", text.len, path, errbuf);
-  kg_buf_free(&text);
+  size_t len = 0;
+  int error = 0;
+  char *text = kg_read_file(path, &len, &error);
+  if (!text && error > 0) return kg_fail(errbuf, KG_EIO, "%s: cannot read job file: %s", path, strerror(error));
+  if (!text) return kg_fail(errbuf, KG_EIO, "%s: cannot read job file", path);
+  int rc = kg_props_parse(props, text, len, path, errbuf);
+  free(text);
   return rc;
 }
 

@@ -49,6 +49,19 @@ static int kg_test_checks;
     }                                                                                                                  \
   } while (0)
 
+#ifdef KG_CONFIG_H
+/* A job config from the properties TEXT, as if read from JOB_FILE, with /tmp/kg-work as its work dir. */
+static inline int kg_test_config(const char *text, const char *job_file, kg_config_t **c, char *err) {
+  kg_props_t *p = kg_props_new();
+  int rc = kg_props_parse(p, text, strlen(text), "job.pull", err);
+  if (rc) {
+    kg_props_destroy(p);
+    return rc;
+  }
+  return kg_config_new(p, job_file, false, "/tmp/kg-work", c, err);
+}
+#endif
+
 #define TEST_MAIN_END()                                                                                                \
   do {                                                                                                                 \
     printf("%d checks, %d failed\n", kg_test_checks, kg_test_failures);                                                \

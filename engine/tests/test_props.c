@@ -84,13 +84,7 @@ static void test_substitution(void) {
 }
 
 static int config_from(const char *text, kg_config_t **c, char *err) {
-  kg_props_t *p = kg_props_new();
-  int rc = kg_props_parse(p, text, strlen(text), "job.pull", err);
-  if (rc) {
-    kg_props_destroy(p);
-    return rc;
-  }
-  return kg_config_new(p, "/jobs/quick.pull", false, "/tmp/kg-work", c, err);
+  return kg_test_config(text, "/jobs/quick.pull", c, err);
 }
 
 static void test_config(void) {

@@ -287,13 +287,7 @@ static void test_threads(void) {
 }
 
 static int config_from(const char *text, kg_config_t **c, char *err) {
-  kg_props_t *p = kg_props_new();
-  int rc = kg_props_parse(p, text, strlen(text), "job.pull", err);
-  if (rc) {
-    kg_props_destroy(p);
-    return rc;
-  }
-  return kg_config_new(p, "/jobs/avro.pull", false, "/tmp/kg-work", c, err);
+  return kg_test_config(text, "/jobs/avro.pull", c, err);
 }
 
 /* The client from a job's properties. */

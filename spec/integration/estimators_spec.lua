@@ -7,9 +7,7 @@ local JOB = "EstimatorsSpec"
 
 -- Writes DIR/job.lua for JOB pulling TOPICS (a list) from earliest into job-output/<topic>, with PROPS added
 -- and EXTRA (Lua source of more fields of the job table) at the end; returns its path.
-local function job_file(dir, topics, props, extra)
-  return H.job({ dir = dir, name = JOB, topics = topics, props = props, code = extra })
-end
+local job_file = H.job_writer(JOB)
 
 local slow_decode = H.slow_decode
 

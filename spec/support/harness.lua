@@ -163,6 +163,14 @@ function H.job(opts)
   return path
 end
 
+-- A job writer for the job named NAME: function(dir, topics, props, code) writing DIR/job.lua with H.job and
+-- returning its path.
+function H.job_writer(name)
+  return function(dir, topics, props, code)
+    return H.job({ dir = dir, name = name, topics = topics, props = props, code = code })
+  end
+end
+
 -- The text of spec/fixtures/NAME: job text that specs share.
 function H.fixture(name)
   return assert(slurp(H.root .. "/spec/fixtures/" .. name), "no fixture " .. name)
