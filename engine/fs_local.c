@@ -215,8 +215,17 @@ static int local_sync(kg_fs_t *fs, const char *path, char *errbuf) {
 static int local_check_writable(kg_fs_t *fs, const char *path, const char *property, char *errbuf) {
   if (local_mkdirs(fs, path, errbuf))
     return kg_fail(errbuf, KG_EIO, "%s: %s cannot be created: %s", property, path, strerror(errno));
+  /* An unnamed file in the folder: it is never seen there, and vanishes with the process, even one killed right
+   * after making it. A file system without O_TMPFILE gets a named probe, removed at once. */
+  int fd = open(path, O_TMPFILE | O_WRONLY, 0600);
+  if (fd >= 0) {
+    close(fd);
+    return KG_OK;
+  }
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+    return kg_fail(errbuf, KG_EIO, "%s: %s is not writable: %s", property, path, strerror(errno));
   char *probe = kg_xasprintf("%s/.kingest-write-check.%d", path, (int)getpid());
-  int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   int rc = KG_OK;
   if (fd < 0) {
     rc = kg_fail(errbuf, KG_EIO, "%s: %s is not writable: %s", property, path, strerror(errno));
