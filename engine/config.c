@@ -35,7 +35,8 @@ static const char *const bootstrap_values[] = {"earliest", "latest", "skip", NUL
 static const char *const reset_values[] = {"earliest", "latest", "nearest", "skip", NULL};
 static const char *const new_partition_values[] = {"earliest", "latest", "bootstrap", NULL};
 static const char *const missing_values[] = {"warn", "fail", NULL};
-static const char *const sources[] = {"KafkaSimpleSource", NULL};
+static const char *const sources[] = {"KafkaSimpleSource", "KafkaAvroSource", "KafkaDeserializerSource", NULL};
+static const char *const deserializers[] = {"BYTE_ARRAY", "CONFLUENT_AVRO", NULL}; /* kg_deserializer_t */
 static const char *const writers[] = {"SimpleDataWriterBuilder", "AvroDataWriterBuilder", NULL};
 static const char *const publishers[] = {"BaseDataPublisher", NULL};
 static const char *const launchers[] = {"LOCAL", NULL};
@@ -71,6 +72,7 @@ static int set_skip_errors(kg_config_t *c, const kg_property_t *p, const char *k
 static int set_limits(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
 static int set_registry_class(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                               char *errbuf);
+static int set_source(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
 
 /* Rows are read in this order, so when a job has several bad values, the first row's error is the one
  * reported. job.name comes first: the job's identity is checked before the work dir that roots the paths. */
@@ -185,8 +187,7 @@ static const kg_property_t properties[] = {
      KG_FIELD(registry_url),
      .doc = "Base URL (`http://` or `https://`) of the schema registry: Confluent's API (`.../apis/ccompat/v7` on "
             "an Apicurio registry), or for `KafkaAvroSchemaRegistry` the URL under which `/id=<md5 hex>` and "
-            "`/latest_with_type=<topic>` answer. Records are not decoded with it yet: `kafka.deserializer.type` is "
-            "not implemented."},
+            "`/latest_with_type=<topic>` answer. Needed by the Avro decoders ([Avro](#avro))."},
     {.name = "kafka.schema.registry.class",
      .type = KG_PROP_CLASS,
      .def_doc = "Confluent's",
@@ -219,11 +220,21 @@ static const kg_property_t properties[] = {
             "and its failure is not kept."},
 
     /* Source, writer and publisher. */
+    {.name = "kafka.deserializer.type",
+     .type = KG_PROP_ENUM,
+     .def = "BYTE_ARRAY",
+     .names = deserializers,
+     KG_FIELD(deserializer),
+     .doc = "`BYTE_ARRAY`: the payload's bytes; `CONFLUENT_AVRO`: Avro records in Confluent's framing (magic byte 0, "
+            "4-byte schema id), decoded with the schemas of `kafka.schema.registry.url` ([Avro](#avro))."},
     {.name = "source.class",
      .type = KG_PROP_CLASS,
      .def = "gobblin.source.extractor.extract.kafka.KafkaSimpleSource",
      .names = sources,
-     .doc = "`KafkaSimpleSource`: the record's payload as bytes."},
+     .set = set_source,
+     .doc = "`KafkaSimpleSource`: the record's payload as bytes; `KafkaAvroSource`: Avro records in LinkedIn's "
+            "framing (magic byte 0, 16-byte MD5 schema id) from a `KafkaAvroSchemaRegistry`; "
+            "`KafkaDeserializerSource`: as `kafka.deserializer.type` says ([Avro](#avro))."},
     {.name = "writer.builder.class",
      .type = KG_PROP_CLASS,
      .def = "gobblin.writer.SimpleDataWriterBuilder",
@@ -307,14 +318,15 @@ static const kg_property_t properties[] = {
      .doc = "Level of the `deflate` codec; 9 is Gobblin's default, and 6 makes files of about the same size about 4.5 "
             "times faster."},
     {.name = "writer.avro.schema",
+     .alias = "schema",
      .type = KG_PROP_STRING,
      .def_doc = "none",
      .computed = no_schema,
      .set = set_avro_schema,
-     .doc = "The records' Avro schema, as JSON text: `avro` output needs it or `writer.avro.schema.file` (kingest's "
-            "names: Gobblin's writer takes the schema its converters give). Each record must be one Avro binary datum "
-            "of it; the text goes into each file's header byte for byte. Checked when the job starts, the error "
-            "naming avro-c's reason."},
+     .doc = "The output's Avro schema, as JSON text (`schema` in a job.lua): `avro` output needs it, or "
+            "`writer.avro.schema.file`, unless it reads Avro records from a registry (then each topic's latest "
+            "schema). Records are written with it ([Avro](#avro)); its text goes into each file's header byte for "
+            "byte. Checked when the job starts, the error naming the schema's problem."},
     {.name = "writer.avro.schema.file",
      .type = KG_PROP_PATH,
      .part_of = "writer.avro.schema",
@@ -645,9 +657,11 @@ static int set_avro_schema(kg_config_t *c, const kg_property_t *p, const char *k
   }
   if (!given) {
     free(v->s);
+    if (c->avro_framing != KG_FRAMING_NONE) return KG_OK; /* each topic's latest schema, from the registry */
     return kg_fail(errbuf, KG_EINVAL,
                    "%s: writer.output.format=avro needs the records' Avro schema: set writer.avro.schema (its JSON "
-                   "text) or writer.avro.schema.file (a file holding it)",
+                   "text; `schema` in a job.lua) or writer.avro.schema.file (a file holding it), or read Avro records "
+                   "from a schema registry (kafka.deserializer.type=CONFLUENT_AVRO)",
                    c->job_file);
   }
   size_t len = strlen(v->s);
@@ -733,6 +747,48 @@ static int set_registry_class(kg_config_t *c, const kg_property_t *p, const char
   return KG_OK;
 }
 
+/* source.class, with kafka.deserializer.type and kafka.schema.registry.class (read before it): what the payloads
+ * hold, and the registry API that serves their schemas. The two Avro framings both start with byte 0, so a job
+ * that mixes the properties of one with those of the other is refused rather than read one way. */
+static int set_source(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf) {
+  (void)p, (void)v;
+  char tmp[256], tmp2[256];
+  const char *source = simple_name(trimmed(key ? kg_props_get(c->props, key) : p->def, tmp, sizeof tmp));
+  const char *rkey = "kafka.schema.registry.class";
+  const char *rclass = kg_props_get(c->props, rkey);
+  const char *rname = rclass ? simple_name(trimmed(rclass, tmp2, sizeof tmp2)) : NULL;
+  const char *where = origin_of(c->props, key ? key : "kafka.deserializer.type");
+  c->avro_framing = KG_FRAMING_NONE;
+  if (!strcmp(source, "KafkaAvroSource")) {
+    if (c->deserializer == KG_DESERIALIZER_CONFLUENT_AVRO)
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: source.class=%s reads LinkedIn's framing (a 16-byte MD5 schema id), and "
+                     "kafka.deserializer.type=CONFLUENT_AVRO Confluent's (a 4-byte id): keep the one the topic's "
+                     "records are written in",
+                     where, source);
+    if (rname && c->registry_kind != KG_REGISTRY_LINKEDIN)
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: source.class=%s reads LinkedIn's framing, whose schemas come from a KafkaAvroSchemaRegistry, "
+                     "but %s=%s",
+                     origin_of(c->props, rkey), source, rkey, rclass);
+    c->registry_kind = KG_REGISTRY_LINKEDIN;
+    c->avro_framing = KG_FRAMING_LINKEDIN;
+  } else if (c->deserializer == KG_DESERIALIZER_CONFLUENT_AVRO) {
+    if (c->registry_kind != KG_REGISTRY_CONFLUENT)
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: kafka.deserializer.type=CONFLUENT_AVRO reads Confluent's framing (a 4-byte schema id) with "
+                     "schemas from a ConfluentKafkaSchemaRegistry, but %s=%s; for LinkedIn's framing (a 16-byte MD5 "
+                     "id) set source.class=KafkaAvroSource",
+                     origin_of(c->props, rkey), rkey, rclass);
+    c->avro_framing = KG_FRAMING_CONFLUENT;
+  }
+  if (c->avro_framing != KG_FRAMING_NONE && !*c->registry_url)
+    return kg_fail(errbuf, KG_EINVAL, "%s: %s needs kafka.schema.registry.url, the registry that serves the records' "
+                   "schemas", where, c->avro_framing == KG_FRAMING_LINKEDIN ? "source.class=KafkaAvroSource" :
+                   "kafka.deserializer.type=CONFLUENT_AVRO");
+  return KG_OK;
+}
+
 /* Gobblin properties kingest does not read. The first row that matches a key decides: a row with a VALUE
  * matches that value only (compared case-insensitively), a row without matches any. A row without INSTEAD is
  * harmless to ignore: it changes nothing in a standalone run's output or its meaning. A row with INSTEAD would
@@ -767,9 +823,6 @@ static const struct {
     {"writer.output.dir", NULL, "task output goes under task.data.root.dir"},
     {"converter.classes", NULL,
      "records are written as the source gives them; converters are Lua functions (converters in a job.lua)"},
-    {"kafka.deserializer.type", NULL,
-     "records are the payload's bytes; decode them in a job.lua (decodeRecord, or source = "
-     "\"gobblin.source.kafka_json\")"},
     {"fork.branches", NULL, "every record goes to one branch: one writer, one output"},
     {"fork.operator.class", NULL, "every record goes to one branch: one writer, one output"},
     {"qualitychecker.task.policies", NULL, "no quality check is made: every task's output is published"},

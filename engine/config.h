@@ -16,6 +16,9 @@ typedef enum { KG_ERRORS_SKIP = 0, KG_ERRORS_FAIL, KG_ERRORS_QUARANTINE } kg_err
 typedef enum { KG_LIMIT_TIME = 0, KG_LIMIT_RATE, KG_LIMIT_COUNT } kg_limit_type_t;
 typedef enum { KG_COMMIT_FULL = 0, KG_COMMIT_SUCCESSFUL } kg_commit_policy_t;
 typedef enum { KG_REGISTRY_CONFLUENT = 0, KG_REGISTRY_LINKEDIN } kg_registry_kind_t;
+typedef enum { KG_DESERIALIZER_BYTE_ARRAY = 0, KG_DESERIALIZER_CONFLUENT_AVRO } kg_deserializer_t;
+/* How a record's payload is framed: raw bytes, or an Avro datum after a magic byte and a schema id (kg_avro.h). */
+typedef enum { KG_FRAMING_NONE = 0, KG_FRAMING_CONFLUENT, KG_FRAMING_LINKEDIN } kg_framing_t;
 typedef enum { KG_ESTIMATOR_AVG_RECORD_TIME = 0, KG_ESTIMATOR_AVG_RECORD_SIZE, KG_ESTIMATOR_CUSTOM } kg_estimator_t;
 
 /* Every field is owned by the config (freed by kg_config_destroy). Paths are absolute. */
@@ -46,7 +49,8 @@ typedef struct {
   bool prepend_size;                /* simple.writer.prepend.size */
   kg_codec_t codec;                 /* writer.codec.type (Avro) */
   int deflate_level;                /* writer.deflate.level, 0-9 */
-  char *avro_schema;                /* writer.avro.schema, or the text of writer.avro.schema.file; NULL unless avro */
+  char *avro_schema;                /* writer.avro.schema (or schema), or the text of writer.avro.schema.file; NULL
+                                       unless avro, and when the output takes each topic's latest schema */
   size_t avro_schema_len;           /* its bytes */
   int max_mappers;                  /* mr.job.max.mappers */
   kg_commit_policy_t commit_policy; /* job.commit.policy */
@@ -79,6 +83,8 @@ typedef struct {
   char *registry_subject_suffix;     /* kafka.schema_registry.confluent.schema_name_suffix */
   int64_t registry_cache_size;       /* kafka.schema.registry.max.cache.size: entries */
   int64_t registry_cache_expire_min; /* kafka.schema.registry.cache.expire.after.write.min: minutes, 0: none kept */
+  kg_deserializer_t deserializer;    /* kafka.deserializer.type */
+  kg_framing_t avro_framing;         /* from kafka.deserializer.type and source.class: what payloads hold */
 } kg_config_t;
 
 /* Builds a config from PROPS (takes ownership of PROPS, even on failure). JOB_FILE is the job file's path;

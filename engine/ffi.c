@@ -5,6 +5,7 @@
  * and the Lua side checks it at once. Nothing here calls back into Lua. */
 #include "kg_ffi.h"
 
+#include "kg_avro.h"
 #include "kafka.h"
 #include "kg_common.h"
 
@@ -16,8 +17,13 @@ int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len) {
   return sink->emit(sink->ctx, i >= 0 && i < batch->count ? &batch->records[i] : NULL, data, len);
 }
 
-/* Emits RECORD's payload from the fetch buffer, without a copy; a null payload as empty bytes. */
+/* Emits RECORD's payload from the fetch buffer, without a copy; a null payload as empty bytes. An Avro record's
+ * datum alone, when its schema is the output's (anything else is re-encoded by the script): KG_EINVAL when not. */
 int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record) {
+  if (record->datum_ptr) {
+    if (record->schema != batch->output_schema) return KG_EINVAL;
+    return kg_ffi_batch_emit(batch, record->datum_ptr, record->datum_len);
+  }
   if (!record->value_ptr) return kg_ffi_batch_emit(batch, "", 0);
   return kg_ffi_batch_emit(batch, record->value_ptr, record->value_len);
 }
@@ -27,6 +33,15 @@ int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record) {
 int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
                          size_t *value_len) {
   return kg_kafka_record_header(record, index, name, value, value_len) == KG_OK ? 0 : -1;
+}
+
+/* The JSON text of Avro schema INDEX of the task running on this thread: *TEXT and *LEN, valid for the task's
+ * life. Returns 0, or -1 when there is no such schema. */
+int kg_ffi_avro_schema(int32_t index, const char **text, size_t *len) {
+  const char *t = kg_avro_schemas_text(kg_avro_thread_schemas(), index, len);
+  if (!t) return -1;
+  *text = t;
+  return 0;
 }
 
 /* One line of the engine's log at LEVEL (KG_LOG_*; anything else is INFO). */

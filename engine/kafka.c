@@ -516,6 +516,9 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     r->header_count =
         rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR ? (int32_t)rd_kafka_header_cnt(hdrs) : 0;
     r->opaque = m;
+    r->datum_ptr = NULL; /* the task's Avro framing sets these */
+    r->datum_len = 0;
+    r->schema = r->reader_schema = -1;
     k->next_offset = m->offset + 1;
   }
   return n;

@@ -19,6 +19,10 @@ typedef struct kg_record {
   int32_t partition;
   int32_t header_count;
   const void *opaque; /* the engine's message handle */
+  const char *datum_ptr; /* Avro records: the datum after the framing header; NULL otherwise */
+  size_t datum_len;
+  int32_t schema;        /* Avro records: the index of the datum's schema (kg_ffi_avro_schema); -1 otherwise */
+  int32_t reader_schema; /* Avro records: the index of the topic's latest schema, which rec:avro() resolves to */
 } kg_record_t;
 
 typedef struct kg_batch {
@@ -26,12 +30,14 @@ typedef struct kg_batch {
   int32_t count;
   int32_t next; /* index of the next record to process; the script advances it */
   void *sink;   /* the engine's output for this batch */
+  int32_t output_schema; /* the index of the output's Avro schema; -1 when the output is not Avro */
 } kg_batch_t;
 
 int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len);
 int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record);
 int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
                          size_t *value_len);
+int kg_ffi_avro_schema(int32_t index, const char **text, size_t *len);
 void kg_ffi_log_write(int level, const char *message);
 int64_t kg_ffi_clock_mono_ms(void);
 /* FFI-END */

@@ -16,6 +16,7 @@
 #define KG_M_QUARANTINED     "num.of.quarantined.records"
 #define KG_M_SCRIPT_SKIPPED  "num.of.skipped.records" /* failed in the script and skipped */
 #define KG_M_RECORDS_SKIPPED "kafka.records.skipped"
+#define KG_M_REGISTRY_REQUESTS "kafka.schema.registry.requests" /* requests sent to the schema registry */
 
 /* A set of named values (counts, and the rates and statistics of script meters and histograms). Not
  * thread-safe: each task owns its own, the job merges them at the end (merging adds values up). */

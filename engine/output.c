@@ -14,6 +14,8 @@ typedef struct {
   const char *ext; /* file extension */
   bool quarantine; /* JSON lines of failed records, not the job's output format */
   char *staging;   /* the file in task staging; owned */
+  const char *schema; /* Avro: the file's schema (borrowed), SCHEMA_LEN bytes; NULL: writer.avro.schema */
+  size_t schema_len;
   kg_writer_t *writer;
 } kg_output_t;
 
@@ -77,12 +79,19 @@ static size_t output_for(kg_outputs_t *run, char *fp, const char *ext, bool quar
   o->quarantine = quarantine;
   o->staging = kg_xasprintf("%s/task-staging/%s/part.%s.%s", run->spec->job_dir, fp, run->spec->task_id, ext);
   o->writer = NULL;
+  o->schema = NULL;
+  o->schema_len = 0;
   return run->noutputs++;
 }
 
-void kg_outputs_select(kg_outputs_t *run, const char *topic) {
+void kg_outputs_select(kg_outputs_t *run, const char *topic, const char *schema, size_t schema_len) {
   const kg_config_t *c = run->spec->config;
   run->current = output_for(run, kg_task_file_path(c, topic, run->spec->extract_id), c->output_format, false);
+  kg_output_t *o = &run->outputs[run->current];
+  if (!o->writer) {
+    o->schema = schema;
+    o->schema_len = schema_len;
+  }
 }
 
 /* Appends one record to output IDX, opening its file on first use. */
@@ -94,8 +103,8 @@ static int output_write(kg_outputs_t *run, size_t idx, const char *data, size_t 
     kg_writer_options_t options = {.delimiter = c->delimiter,
                                    .delimiter_len = c->delimiter_len,
                                    .prepend_size = c->prepend_size,
-                                   .schema = c->avro_schema,
-                                   .schema_len = c->avro_schema_len,
+                                   .schema = o->schema ? o->schema : c->avro_schema,
+                                   .schema_len = o->schema ? o->schema_len : c->avro_schema_len,
                                    .codec = c->codec,
                                    .deflate_level = c->deflate_level};
     int rc = o->quarantine

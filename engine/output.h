@@ -17,8 +17,9 @@ kg_outputs_t *kg_outputs_new(const kg_task_spec_t *spec);
 /* Removes what is still open (a failed task's staging files) and frees O. NULL is a no-op. */
 void kg_outputs_destroy(kg_outputs_t *outputs);
 
-/* Makes TOPIC's output the one records go to (the partition being pulled). */
-void kg_outputs_select(kg_outputs_t *outputs, const char *topic);
+/* Makes TOPIC's output the one records go to (the partition being pulled). SCHEMA (SCHEMA_LEN bytes; NULL for
+ * writer.avro.schema) is the Avro schema of its file when the file is opened here; the caller keeps it alive. */
+void kg_outputs_select(kg_outputs_t *outputs, const char *topic, const char *schema, size_t schema_len);
 /* A kg_emit_fn (CTX is the kg_outputs_t): writes one output of RECORD to the selected output. After a write error
  * every further call fails with it (kg_outputs_error says what it was). */
 int kg_outputs_emit(void *ctx, const kg_record_t *record, const char *data, size_t len);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kg_avro.h"
 #include "kafka.h"
 #include "limit.h"
 #include "lua_bridge.h"
@@ -32,6 +33,14 @@ typedef struct {
   int64_t failed_decode;  /* records whose decodeRecord failed */
   int64_t failed_convert; /* records whose converter failed */
   int64_t range_total;    /* the most records the task can read: the sum of its ranges (or its count limit) */
+  /* Avro (kg_avro.h): the schemas the task met, the reader of framed payloads (NULL when the job reads raw bytes),
+   * the output's schema (writer.avro.schema, or -1 for each topic's latest) and, for the topic being pulled, its
+   * latest schema and the output's (-1 when the output is not Avro). */
+  kg_avro_schemas_t *schemas;
+  kg_avro_input_t *avro;
+  int32_t fixed_schema;
+  int32_t reader_schema;
+  int32_t output_schema;
 } kg_task_run_t;
 
 /* The first line of TEXT into OUT (SIZE bytes). */
@@ -65,15 +74,18 @@ static int check_budget(const kg_task_run_t *run, int64_t read, const char *wher
   return KG_OK;
 }
 
-/* Record BAD of WU failed in the script with LERR: takes back its outputs, applies decode.error.policy, counts
- * it and checks the error budget. Returns KG_OK to go on with the next record, or the error that fails the
- * task. LOGGED counts the failures logged for this partition. */
+/* Record BAD of WU failed at STAGE (NULL: where the script was) with LERR: takes back its outputs, applies
+ * decode.error.policy, counts it and checks the error budget. Returns KG_OK to go on with the next record, or the
+ * error that fails the task. LOGGED counts the failures logged for this partition. */
 static int record_failed(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_t *res, const kg_record_t *bad,
-                         const char *lerr, int *logged, char *errbuf) {
+                         const char *at, const char *lerr, int *logged, char *errbuf) {
   kg_task_t *t = run->task;
   const kg_config_t *c = t->spec.config;
   char stage[64];
-  kg_lua_stage(run->lua, stage, sizeof stage);
+  if (at)
+    snprintf(stage, sizeof stage, "%s", at);
+  else
+    kg_lua_stage(run->lua, stage, sizeof stage);
   /* A module the script cannot find, or a record view used as a string, is a broken job, not a bad record:
    * skipping would skip every record and move the offsets past them, so the task fails whatever
    * decode.error.policy says. */
@@ -165,6 +177,62 @@ static bool deleted_under_reader(kg_task_run_t *run, const kg_workunit_t *wu, kg
   return true;
 }
 
+/* Reads the Avro framing of the first KEEP records of the batch: sets each one's datum and schemas, and takes
+ * out those that cannot be decoded (each a failed record, under decode.error.policy and the budget). Returns the
+ * records left, or a negative error that fails the task (the registry did not answer, the budget). */
+static int read_framing(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_t *res, int keep, int *logged,
+                        char *errbuf) {
+  int good = 0;
+  for (int i = 0; i < keep; i++) {
+    kg_record_t *r = &run->records[i];
+    char ferr[KG_ERRLEN];
+    int rc = kg_avro_input_frame(run->avro, r->value_ptr, r->value_len, &r->schema, &r->datum_ptr, &r->datum_len, ferr);
+    if (rc == KG_EREGISTRY)
+      return kg_fail(errbuf, rc, "cannot decode %s:%d at offset %.0f: %s", wu->topic, wu->partition, r->offset, ferr);
+    if (rc) {
+      r->datum_ptr = NULL;
+      r->schema = -1;
+      if ((rc = record_failed(run, wu, res, r, "Avro decoding", ferr, logged, errbuf))) return rc;
+      continue;
+    }
+    r->reader_schema = run->reader_schema;
+    run->records[good++] = *r;
+  }
+  return good;
+}
+
+/* The schemas of TOPIC: its latest in the registry (when the job reads Avro) and the output's. KG_OK, or the
+ * error that fails the task: the registry did not answer, or the output takes the topic's latest schema and
+ * the registry has none. */
+static int topic_schemas(kg_task_run_t *run, const char *topic, char *errbuf) {
+  const kg_config_t *c = run->task->spec.config;
+  bool avro_out = run->task->spec.writer == &kg_writer_avro;
+  run->reader_schema = -1;
+  run->output_schema = avro_out ? run->fixed_schema : -1;
+  if (run->avro) {
+    char rerr[KG_ERRLEN];
+    int rc = kg_avro_input_latest(run->avro, topic, &run->reader_schema, rerr);
+    if (rc == KG_ENOTFOUND && !(avro_out && run->fixed_schema < 0)) {
+      KG_WARN("Topic %s has no latest schema in the registry (%s): its records are decoded with their own schemas",
+              topic, rerr);
+      run->reader_schema = -1;
+    } else if (rc == KG_ENOTFOUND) {
+      return kg_fail(errbuf, rc,
+                     "the Avro output of topic %s takes the topic's latest schema, and the registry has none: %s (or "
+                     "set writer.avro.schema)",
+                     topic, rerr);
+    } else if (rc) {
+      return kg_fail(errbuf, rc, "cannot read the latest schema of topic %s: %s", topic, rerr);
+    }
+    if (avro_out && run->fixed_schema < 0) run->output_schema = run->reader_schema;
+  }
+  size_t len = 0;
+  const char *text = kg_avro_schemas_text(run->schemas, run->output_schema, &len);
+  (void)c;
+  kg_outputs_select(run->outputs, topic, text, len);
+  return KG_OK;
+}
+
 /* Runs the script over the KEEP records of the batch, in protected calls that resume after each failing record,
  * with the watchdog's interrupt handshake. Returns KG_OK, or the error that fails the task: a write error, a
  * script the watchdog had to stop, or a record failure decode.error.policy or the budget does not allow. */
@@ -173,7 +241,8 @@ static int process_batch(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
   kg_task_t *t = run->task;
   const kg_config_t *c = t->spec.config;
   kg_sink_t sink = {kg_outputs_emit, run->outputs};
-  kg_batch_t batch = {.records = run->records, .count = keep, .next = 0, .sink = &sink};
+  kg_batch_t batch = {
+      .records = run->records, .count = keep, .next = 0, .sink = &sink, .output_schema = run->output_schema};
   while (batch.next < batch.count) {
     char lerr[KG_ERRLEN];
     kg_outputs_batch_begin(run->outputs);
@@ -194,7 +263,10 @@ static int process_batch(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
                      (long long)c->batch_timeout_ms, wu->topic, wu->partition, run->records[0].offset,
                      run->records[keep - 1].offset);
     if (rc == KG_OK) return KG_OK;
-    rc = record_failed(run, wu, res, &run->records[batch.next - 1], lerr, logged, errbuf);
+    if (batch.next == 0) /* before its first record (a schema it cannot compile): no record to blame */
+      return kg_fail(errbuf, KG_ELUA, "the script failed on a batch of %s:%d before its first record: %s", wu->topic,
+                     wu->partition, lerr);
+    rc = record_failed(run, wu, res, &run->records[batch.next - 1], NULL, lerr, logged, errbuf);
     if (rc) return rc;
   }
   return KG_OK;
@@ -215,7 +287,8 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
           (long long)wu->high, (long long)(wu->high - wu->low));
   if (wu->high <= wu->low) goto finished;
 
-  kg_outputs_select(run->outputs, wu->topic);
+  int src = topic_schemas(run, wu->topic, errbuf);
+  if (src) return src;
   char ferr[KG_ERRLEN];
   if (kg_kafka_fetch_start(kafka, wu->topic, wu->partition, wu->low, ferr)) {
     KG_WARN("%s; moving on to the next partition", ferr);
@@ -270,10 +343,12 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
       res->records += keep;
       atomic_store(&t->live.unit_records, res->records);
       kg_metrics_add(&t->result.metrics, KG_M_RECORDS_READ, keep);
-      int rc = process_batch(run, wu, res, keep, &logged_errors, errbuf);
-      if (rc) return rc;
       next = (int64_t)records[keep - 1].offset + 1;
       res->last = kg_fingerprint_record(&records[keep - 1]);
+      int good = run->avro ? read_framing(run, wu, res, keep, &logged_errors, errbuf) : keep;
+      if (good < 0) return good;
+      int rc = good ? process_batch(run, wu, res, good, &logged_errors, errbuf) : KG_OK;
+      if (rc) return rc;
       run->task_records += keep;
       atomic_store(&t->live.read, run->task_records);
       int64_t records_written, bytes_written;
@@ -315,9 +390,15 @@ void kg_task_run(kg_task_t *t) {
   run.outputs = kg_outputs_new(&t->spec);
   run.records = kg_xcalloc((size_t)c->batch_size, sizeof(kg_record_t));
   char *err = t->result.error;
+  run.schemas = kg_avro_schemas_new();
+  run.fixed_schema = run.reader_schema = run.output_schema = -1;
+  kg_avro_set_thread_schemas(run.schemas);
   int rc = kg_lua_new(c->job_is_lua ? c->job_file : NULL, &run.lua, err);
   atomic_store(&t->live.lua, (void *)run.lua);
   if (!rc) rc = kg_kafka_new(c, &run.kafka, err);
+  if (!rc && c->avro_framing != KG_FRAMING_NONE) rc = kg_avro_input_new(c, run.schemas, &run.avro, err);
+  if (!rc && c->avro_schema && t->spec.writer == &kg_writer_avro)
+    rc = kg_avro_schemas_add(run.schemas, c->avro_schema, c->avro_schema_len, &run.fixed_schema, err);
 
   kg_limits_init(&run.limits, c, t->spec.units, t->spec.nunits, start);
   for (size_t i = 0; i < t->spec.nunits; i++)
@@ -372,6 +453,10 @@ void kg_task_run(kg_task_t *t) {
   kg_kafka_destroy(run.kafka);
   atomic_store(&t->live.lua, NULL);
   kg_lua_destroy(run.lua);
+  if (run.avro) kg_metrics_add(&t->result.metrics, KG_M_REGISTRY_REQUESTS, (double)kg_avro_input_requests(run.avro));
+  kg_avro_input_destroy(run.avro);
+  kg_avro_set_thread_schemas(NULL);
+  kg_avro_schemas_destroy(run.schemas);
   t->result.elapsed_ms = kg_mono_ms() - start;
   t->result.succeeded = rc == KG_OK;
   t->result.rc = rc;

@@ -3,7 +3,7 @@
  * deflate at level 9, refuses a record larger than its block, and keeps its error text in one global buffer.
  *
  * A record is one Avro binary datum of the file's schema; its bytes go into the file as they are. Each is walked
- * once with the schema first (datum_end: no decode, no allocation), so that bytes that are not exactly one datum
+ * once with the schema first (kg_avro_is_datum: no decode, no allocation), so that bytes that are not exactly one datum
  * of it (a raw payload, a record framed for a registry) fail the write instead of making a file no reader can
  * read.
  * The file is the header (magic "Obj\1", the metadata map with avro.schema, the schema's text byte for byte,
@@ -12,7 +12,6 @@
  * a mark finds it holding at least the block bound, or the file is finished (writer.h: marks and truncation).
  * Codecs, as the Avro spec has them: null; deflate (raw RFC 1951, zlib with negative window bits); snappy (each
  * block's data followed by the big-endian CRC32 of the uncompressed datums). */
-#include <avro.h>
 #include <errno.h>
 #include <snappy-c.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "kg_avro.h"
 #include "writer.h"
 
 typedef struct {
@@ -35,7 +35,7 @@ typedef struct {
   kg_buf_t out;           /* a block's framing and compressed data, reused */
   z_stream z;             /* the deflate stream, reset for each block */
   bool z_ready;           /* Z was set up by deflateInit2 */
-  avro_schema_t schema;   /* the file's schema, to check each datum against; NULL until parsed */
+  kg_avro_shape_t *shape; /* the file's schema, to check each datum against; NULL until parsed */
 } ocf_t;
 
 /* Appends N as an Avro long: zig-zag, then 7 bits a byte, low bits first. */
@@ -89,10 +89,10 @@ static int ocf_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t 
   a->block_bytes = options->block_bytes ? options->block_bytes : KG_AVRO_BLOCK_BYTES;
   if (!options->schema || !options->schema_len)
     return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: no schema", w->path);
-  /* The schema was checked when the job started; only the return code of avro-c is read here (its error text is
-   * one buffer for every thread). */
-  if (avro_schema_from_json_length(options->schema, options->schema_len, &a->schema))
-    return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: its schema cannot be used", w->path);
+  /* The schema was checked when the job started (or, from a registry, when the task met it). */
+  char serr[KG_ERRLEN];
+  if (!(a->shape = kg_avro_shape_parse(options->schema, options->schema_len, serr)))
+    return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: its schema is %s", w->path, serr);
   if (a->codec == KG_CODEC_DEFLATE) {
     if (deflateInit2(&a->z, a->deflate_level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
       return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: deflate level %d refused by zlib", w->path,
@@ -116,84 +116,9 @@ static int ocf_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t 
   return rc;
 }
 
-/* Reads an Avro long (zig-zag varint of at most MAXLEN bytes) at *P before END; false when it is cut short. */
-static bool read_varint(const unsigned char **p, const unsigned char *end, int maxlen, int64_t *out) {
-  uint64_t v = 0;
-  for (int i = 0; i < maxlen; i++) {
-    if (*p >= end) return false;
-    unsigned char b = *(*p)++;
-    v |= (uint64_t)(b & 0x7f) << (7 * i);
-    if (!(b & 0x80)) {
-      *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-      return true;
-    }
-  }
-  return false;
-}
-
-#define KG_AVRO_MAX_DEPTH 512       /* nesting of a datum (recursive schemas); deeper is refused */
-#define KG_AVRO_MAX_ITEMS (1 << 24) /* items of one array or map block beyond the bytes that can hold them */
-
-/* Where the datum of SCHEMA that starts at P ends (before END), or NULL when the bytes are not one: read as the
- * Avro binary encoding says, allocating nothing, so that hostile lengths cost neither memory nor time. */
-static const unsigned char *datum_end(avro_schema_t schema, const unsigned char *p, const unsigned char *end,
-                                      int depth) {
-  if (!p || depth > KG_AVRO_MAX_DEPTH) return NULL;
-  int64_t n;
-  switch (avro_typeof(schema)) {
-  case AVRO_NULL: return p;
-  case AVRO_BOOLEAN: return p < end && *p <= 1 ? p + 1 : NULL;
-  case AVRO_INT32: return read_varint(&p, end, 5, &n) && n >= INT32_MIN && n <= INT32_MAX ? p : NULL;
-  case AVRO_INT64: return read_varint(&p, end, 10, &n) ? p : NULL;
-  case AVRO_FLOAT: return end - p >= 4 ? p + 4 : NULL;
-  case AVRO_DOUBLE: return end - p >= 8 ? p + 8 : NULL;
-  case AVRO_STRING:
-  case AVRO_BYTES: return read_varint(&p, end, 10, &n) && n >= 0 && n <= end - p ? p + n : NULL;
-  case AVRO_FIXED: n = avro_schema_fixed_size(schema); return n >= 0 && n <= end - p ? p + n : NULL;
-  case AVRO_ENUM:
-    return read_varint(&p, end, 10, &n) && n >= 0 && n < avro_schema_enum_number_of_symbols(schema) ? p : NULL;
-  case AVRO_UNION:
-    if (!read_varint(&p, end, 10, &n) || n < 0 || (size_t)n >= avro_schema_union_size(schema)) return NULL;
-    return datum_end(avro_schema_union_branch(schema, (int)n), p, end, depth + 1);
-  case AVRO_RECORD:
-    for (size_t i = 0; p && i < avro_schema_record_size(schema); i++)
-      p = datum_end(avro_schema_record_field_get_by_index(schema, (int)i), p, end, depth + 1);
-    return p;
-  case AVRO_ARRAY:
-  case AVRO_MAP: {
-    bool map = avro_typeof(schema) == AVRO_MAP;
-    avro_schema_t items = map ? avro_schema_map_values(schema) : avro_schema_array_items(schema);
-    for (;;) {
-      if (!read_varint(&p, end, 10, &n)) return NULL;
-      if (n == 0) return p;
-      int64_t size = -1;
-      if (n < 0) { /* a block that also gives its size in bytes */
-        if (n == INT64_MIN || !read_varint(&p, end, 10, &size) || size < 0 || size > end - p) return NULL;
-        n = -n;
-      }
-      if (n > (end - p) + KG_AVRO_MAX_ITEMS) return NULL;
-      const unsigned char *start = p;
-      for (int64_t i = 0; p && i < n; i++) {
-        if (map) p = datum_end(avro_schema_string(), p, end, depth + 1);
-        p = datum_end(items, p, end, depth + 1);
-      }
-      if (!p || (size >= 0 && p - start != size)) return NULL;
-    }
-  }
-  case AVRO_LINK: return datum_end(avro_schema_link_target(schema), p, end, depth + 1);
-  default: return NULL;
-  }
-}
-
-/* True when the LEN bytes at DATA are exactly one datum of A's schema. */
-static bool is_datum(ocf_t *a, const char *data, size_t len) {
-  const unsigned char *p = (const unsigned char *)data;
-  return datum_end(a->schema, p, p + len, 0) == p + len;
-}
-
 static int ocf_write(kg_writer_t *w, const char *data, size_t len, int64_t *bytes, char *errbuf) {
   ocf_t *a = w->impl;
-  if (!is_datum(a, data, len))
+  if (!kg_avro_is_datum(a->shape, data, len))
     return kg_fail(errbuf, KG_EINVAL,
                    "cannot write Avro file %s: a record of %zu bytes is not one binary datum of the file's schema "
                    "(writer.avro.schema)",
@@ -307,7 +232,7 @@ static void ocf_release(kg_writer_t *w) {
   ocf_t *a = w->impl;
   if (a) {
     if (a->z_ready) deflateEnd(&a->z);
-    if (a->schema) avro_schema_decref(a->schema);
+    kg_avro_shape_free(a->shape);
     kg_buf_free(&a->block);
     kg_buf_free(&a->out);
     free(a->ends);

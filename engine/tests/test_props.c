@@ -231,7 +231,7 @@ static void test_unknown_keys(void) {
                     "writer.staging.dir=/tmp/staging\n"
                     "writer.partitioner.class=gobblin.writer.partitioner.TimeBasedAvroWriterPartitioner\n"
                     "converter.classes=gobblin.converter.avro.JsonIntermediateToAvroConverter\n"
-                    "kafka.deserializer.type=JSON\n"
+                    "metrics.reporting.kafka.enabled=true\n"
                     "fork.branches=2\n"
                     "qualitychecker.task.policies=gobblin.policies.count.RowCountPolicy\n"
                     "writer.file.max.size=1048576\n"
@@ -255,8 +255,8 @@ static void test_unknown_keys(void) {
   CHECK_CONTAINS(log, "WARN job.pull:8: converter.classes=gobblin.converter.avro.JsonIntermediateToAvroConverter is "
                       "not implemented: records are written as the source gives them; converters are Lua functions "
                       "(converters in a job.lua)\n");
-  CHECK_CONTAINS(log, "WARN job.pull:9: kafka.deserializer.type=JSON is not implemented: records are the payload's "
-                      "bytes; decode them in a job.lua (decodeRecord, or source = \"gobblin.source.kafka_json\")\n");
+  CHECK_CONTAINS(log, "WARN job.pull:9: metrics.reporting.kafka.enabled=true is not implemented: metrics go to the "
+                      "metrics file only (metrics.reporting.file.enabled)\n");
   CHECK_CONTAINS(log, "WARN job.pull:10: fork.branches=2 is not implemented: every record goes to one branch: one "
                       "writer, one output\n");
   CHECK_CONTAINS(log, "WARN job.pull:11: qualitychecker.task.policies=gobblin.policies.count.RowCountPolicy is not "
@@ -283,7 +283,7 @@ static void test_unknown_keys(void) {
   CHECK(c == NULL);
   CHECK_STR(err, "job.pull:18: job.strict=true refuses 11 properties that kingest does not know or implement (each is "
                  "logged above): job.pull:6: writer.staging.dir, job.pull:7: writer.partitioner.class, job.pull:8: "
-                 "converter.classes, job.pull:9: kafka.deserializer.type, job.pull:10: fork.branches, job.pull:11: "
+                 "converter.classes, job.pull:9: metrics.reporting.kafka.enabled, job.pull:10: fork.branches, job.pull:11: "
                  "qualitychecker.task.policies, job.pull:12: writer.file.max.size, job.pull:13: job.schedule, "
                  "job.pull:14: data.publisher.replace.final.dir, job.pull:15: gobblin.custom.setting, job.pull:16: "
                  "writer.staging.dirr");
@@ -564,6 +564,74 @@ static void test_avro_config(void) {
   kg_config_destroy(c);
 }
 
+/* Which Avro framing a job reads: configured by kafka.deserializer.type or source.class, with a registry whose
+ * API matches; mixed properties are refused. */
+static void test_avro_framing(void) {
+  char err[KG_ERRLEN] = "";
+  kg_config_t *c = NULL;
+  const char *url = "kafka.schema.registry.url=http://localhost:1/apis/ccompat/v7\n";
+  char *text = kg_xasprintf("kafka.brokers=b:1\nkafka.deserializer.type=confluent_avro\n%s", url);
+  CHECK_INT(config_from(text, &c, err), KG_OK);
+  if (c) {
+    CHECK_INT(c->avro_framing, KG_FRAMING_CONFLUENT);
+    CHECK_INT(c->registry_kind, KG_REGISTRY_CONFLUENT);
+  }
+  kg_config_destroy(c);
+  c = NULL;
+  free(text);
+  /* Avro output without a schema: each topic's latest, from the registry. */
+  text = kg_xasprintf("kafka.brokers=b:1\nkafka.deserializer.type=CONFLUENT_AVRO\nwriter.output.format=avro\n%s", url);
+  CHECK_INT(config_from(text, &c, err), KG_OK);
+  if (c) CHECK(c->avro_schema == NULL);
+  kg_config_destroy(c);
+  c = NULL;
+  free(text);
+  /* LinkedIn's: KafkaAvroSource, whose registry class defaults to KafkaAvroSchemaRegistry. */
+  text = kg_xasprintf("kafka.brokers=b:1\nsource.class=gobblin.source.extractor.extract.kafka.KafkaAvroSource\n%s", url);
+  CHECK_INT(config_from(text, &c, err), KG_OK);
+  if (c) {
+    CHECK_INT(c->avro_framing, KG_FRAMING_LINKEDIN);
+    CHECK_INT(c->registry_kind, KG_REGISTRY_LINKEDIN);
+  }
+  kg_config_destroy(c);
+  c = NULL;
+  free(text);
+  /* The default: the payload's bytes. */
+  CHECK_INT(config_from("kafka.brokers=b:1\n", &c, err), KG_OK);
+  if (c) CHECK_INT(c->avro_framing, KG_FRAMING_NONE);
+  kg_config_destroy(c);
+  c = NULL;
+
+  CHECK_INT(config_from("kafka.brokers=b:1\nkafka.deserializer.type=CONFLUENT_AVRO\n", &c, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "kafka.deserializer.type=CONFLUENT_AVRO needs kafka.schema.registry.url");
+  CHECK_INT(config_from("kafka.brokers=b:1\nkafka.deserializer.type=JSON\n", &c, err), KG_EINVAL);
+  CHECK_STR(err, "job.pull:2: invalid value 'JSON' for property kafka.deserializer.type: allowed values are "
+                 "BYTE_ARRAY, CONFLUENT_AVRO");
+  text = kg_xasprintf("kafka.brokers=b:1\nkafka.deserializer.type=CONFLUENT_AVRO\n%s"
+                      "kafka.schema.registry.class=gobblin.kafka.schemareg.KafkaAvroSchemaRegistry\n",
+                      url);
+  CHECK_INT(config_from(text, &c, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "job.pull:4: kafka.deserializer.type=CONFLUENT_AVRO reads Confluent's framing");
+  CHECK_CONTAINS(err, "set source.class=KafkaAvroSource");
+  free(text);
+  text = kg_xasprintf("kafka.brokers=b:1\nsource.class=KafkaAvroSource\nkafka.deserializer.type=CONFLUENT_AVRO\n%s",
+                      url);
+  CHECK_INT(config_from(text, &c, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "job.pull:2: source.class=KafkaAvroSource reads LinkedIn's framing");
+  free(text);
+  text = kg_xasprintf("kafka.brokers=b:1\nsource.class=KafkaAvroSource\n%s"
+                      "kafka.schema.registry.class=ConfluentKafkaSchemaRegistry\n",
+                      url);
+  CHECK_INT(config_from(text, &c, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "whose schemas come from a KafkaAvroSchemaRegistry");
+  free(text);
+  /* `schema` (a job.lua's key) is writer.avro.schema. */
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\nschema=\"long\"\n", &c, err), KG_OK);
+  if (c) CHECK_STR(c->avro_schema, "\"long\"");
+  kg_config_destroy(c);
+  c = NULL;
+}
+
 /* A check on one row of the property table: a failure names the row. */
 /* COND is evaluated once: it may have effects (a parse that allocates). */
 #define CHECK_ROW(p, cond)                                                                                             \
@@ -769,6 +837,7 @@ int main(void) {
   test_typos();
   test_unknown_keys();
   test_avro_config();
+  test_avro_framing();
   test_consumer_keys();
   test_limits();
   test_work_dir();

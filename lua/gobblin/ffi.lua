@@ -3,29 +3,35 @@ local ffi = require("ffi")
 
 ffi.cdef [[
 typedef struct kg_record {
-  const char *topic_ptr;   /* NUL-terminated topic name, owned by the engine */
-  const char *key_ptr;     /* NULL when the record has no key */
+  const char *topic_ptr; /* NUL-terminated topic name, owned by the engine */
+  const char *key_ptr;   /* NULL when the record has no key */
   size_t key_len;
-  const char *value_ptr;   /* NULL when the payload is null (a tombstone) */
+  const char *value_ptr; /* NULL when the payload is null (a tombstone) */
   size_t value_len;
-  double offset;           /* exact below 2^53 */
-  double timestamp;        /* milliseconds since the epoch, -1 when unknown */
+  double offset;    /* exact below 2^53 */
+  double timestamp; /* milliseconds since the epoch, -1 when unknown */
   int32_t partition;
   int32_t header_count;
-  const void *opaque;      /* the engine's message handle */
+  const void *opaque; /* the engine's message handle */
+  const char *datum_ptr; /* Avro records: the datum after the framing header; NULL otherwise */
+  size_t datum_len;
+  int32_t schema;        /* Avro records: the index of the datum's schema (kg_ffi_avro_schema); -1 otherwise */
+  int32_t reader_schema; /* Avro records: the index of the topic's latest schema, which rec:avro() resolves to */
 } kg_record_t;
 
 typedef struct kg_batch {
-  kg_record_t *records;    /* COUNT record views, valid during one call into Lua */
+  kg_record_t *records; /* COUNT record views, valid during one call into Lua */
   int32_t count;
-  int32_t next;            /* index of the next record to process; the script advances it */
-  void *sink;              /* the engine's output for this batch */
+  int32_t next; /* index of the next record to process; the script advances it */
+  void *sink;   /* the engine's output for this batch */
+  int32_t output_schema; /* the index of the output's Avro schema; -1 when the output is not Avro */
 } kg_batch_t;
 
 int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len);
 int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record);
 int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
                          size_t *value_len);
+int kg_ffi_avro_schema(int32_t index, const char **text, size_t *len);
 void kg_ffi_log_write(int level, const char *message);
 int64_t kg_ffi_clock_mono_ms(void);
 ]]
@@ -66,6 +72,62 @@ function record_methods.headers(self)
     end
   end
   return out
+end
+
+-- Avro records (kafka.deserializer.type=CONFLUENT_AVRO, source.class=KafkaAvroSource): the engine has read the
+-- framing and checked the datum; schemas are reached by their index in the task (kg_ffi_avro_schema).
+local text_out = ffi.new("const char *[1]")
+local schemas = {}  -- index -> gobblin.avro schema
+local decoders = {} -- writer index -> reader index -> decoder
+
+-- The schema of index I in this task, parsed once.
+function M.schema(i)
+  local s = schemas[i]
+  if s == nil then
+    if i < 0 or C.kg_ffi_avro_schema(i, text_out, len_out) ~= 0 then
+      error("no Avro schema " .. tostring(i) .. " in this task", 2)
+    end
+    s = require("gobblin.avro").schema(ffi_string(text_out[0], len_out[0]))
+    schemas[i] = s
+  end
+  return s
+end
+
+-- The decoder of datums of schema W into values of schema R (W itself when R is negative or equal).
+function M.decoder(w, r)
+  local by_reader = decoders[w]
+  if not by_reader then
+    by_reader = {}
+    decoders[w] = by_reader
+  end
+  local d = by_reader[r]
+  if not d then
+    local ws = M.schema(w)
+    d = ws:decoder((r >= 0 and r ~= w) and M.schema(r) or nil)
+    by_reader[r] = d
+  end
+  return d
+end
+
+local NOT_AVRO = "the record is not Avro: set kafka.deserializer.type=CONFLUENT_AVRO (Confluent's framing) or " ..
+  "source.class=KafkaAvroSource (LinkedIn's) with kafka.schema.registry.url"
+
+-- The record's Avro datum, decoded, resolved to its topic's latest schema: records as tables (see gobblin.avro).
+function record_methods.avro(self)
+  if self.datum_ptr == nil then error("rec:avro(): " .. NOT_AVRO, 2) end
+  return M.decoder(self.schema, self.reader_schema)(self.datum_ptr, self.datum_len)
+end
+
+-- The record's Avro datum as bytes (nil when the record is not Avro).
+function record_methods.datum(self)
+  if self.datum_ptr == nil then return nil end
+  return ffi_string(self.datum_ptr, self.datum_len)
+end
+
+-- The record's Avro schema (a gobblin.avro schema; nil when the record is not Avro).
+function record_methods.avro_schema(self)
+  if self.datum_ptr == nil then return nil end
+  return M.schema(self.schema)
 end
 
 -- A record view used as a string (rec:upper(), rec .. "x", #rec) is a clear error, not a nil call or a

@@ -210,6 +210,15 @@ function M.job_processor(job)
   local decode = M.decoder(job)
   local chain = M.converters(job)
   local nchain = #chain
+  if job.decodeRecord == nil and job.source == nil and nchain > 0 then
+    -- The built-in source: converters get an Avro record decoded (without converters, the record view goes to
+    -- the writer, which copies an Avro datum whose schema is the output's as it is).
+    local simple = decode
+    decode = function(rec, c)
+      if rec.datum_ptr ~= nil then return rec:avro() end
+      return simple(rec, c)
+    end
+  end
   local emit, emit_value = C.kg_ffi_batch_emit, C.kg_ffi_batch_emit_value
   local registry = metrics.new(function() return tonumber(C.kg_ffi_clock_mono_ms()) / 1000 end)
   local conv_in, conv_out = registry:counter("gobblin.converter.records.in"), registry:counter("gobblin.converter.records.out")
@@ -233,13 +242,51 @@ function M.job_processor(job)
       tostring(ctx.topic), tostring(ctx.partition), ctx.offset), 0)
   end
 
+  -- Avro output (batch.output_schema >= 0): the encoder of the output's schema, kept per schema index.
+  local encoders = {}
+  local function encoder(index)
+    local enc = encoders[index]
+    if not enc then
+      enc = gffi.schema(index):encoder()
+      encoders[index] = enc
+    end
+    return enc
+  end
+
+  -- Encodes VALUE with output schema INDEX and writes it; a value that does not fit names the field.
+  local function write_avro(batch, index, value)
+    local ok, p, n = pcall(encoder(index), value)
+    if not ok then
+      error("the record does not fit the output's Avro schema " .. tostring(gffi.schema(index).name) .. ": " ..
+        tostring(p), 0)
+    end
+    return emit(batch, p, n)
+  end
+
+  -- An Avro record view: its datum as it is when its schema is the output's; otherwise resolved to the
+  -- output's schema and encoded again, or, for output that is not Avro, written as JSON.
+  local function write_avro_record(batch, rec)
+    local out_schema = batch.output_schema
+    if rec.schema == out_schema then return emit_value(batch, rec) end
+    if out_schema >= 0 then
+      local p, n = encoder(out_schema)(gffi.decoder(rec.schema, out_schema)(rec.datum_ptr, rec.datum_len))
+      return emit(batch, p, n)
+    end
+    local s = encode_table(rec:avro())
+    return emit(batch, s, #s)
+  end
+
   local function write(batch, out)
     local t = type(out)
     local rc
     if t == "string" then
       rc = emit(batch, out, #out)
+    elseif t == "cdata" and out.datum_ptr ~= nil then
+      rc = write_avro_record(batch, out)
     elseif t == "cdata" then
       rc = emit_value(batch, out)
+    elseif batch.output_schema >= 0 and (t == "table" or t == "number" or t == "boolean") then
+      rc = write_avro(batch, batch.output_schema, out)
     elseif t == "table" then
       local s = encode_table(out)
       rc = emit(batch, s, #s)
@@ -276,6 +323,7 @@ function M.job_processor(job)
     local n = batch.count
     if n == 0 then return end
     local first = records[0]
+    ctx.output_schema = batch.output_schema >= 0 and gffi.schema(batch.output_schema) or nil
     ctx.topic = ffi_string(first.topic_ptr)
     ctx.partition = first.partition
     local key = ctx.topic .. ":" .. ctx.partition

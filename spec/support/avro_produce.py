@@ -9,6 +9,9 @@ Gobblin's decoders read them, for the specs.
         Registers SCHEMA as above, then produces one record per stdin line (a JSON object, encoded with
         SCHEMA) and waits until all are acknowledged. --schema-id frames the records with ID instead and
         registers nothing (a schema id the registry does not know).
+    avro_produce.py raw BROKERS TOPIC
+        Produces one record per stdin line, the line's hex digits as the payload's bytes (payloads that are
+        not well framed, for the bad-input specs).
 
 FORMAT and URL (what a job gives as kafka.schema.registry.url):
     confluent  byte 0, the schema id as 4 big-endian bytes, the Avro binary encoding. URL is Confluent's
@@ -100,6 +103,16 @@ def produce(args):
         sys.exit("avro_produce: producing to %s failed: %s" % (args.topic, failed[:1] or "timed out"))
 
 
+def raw(args):
+    p = Producer({"bootstrap.servers": args.brokers, "linger.ms": 20, "message.timeout.ms": 30000})
+    failed = []
+    for line in sys.stdin:
+        line = line.strip()
+        p.produce(args.topic, bytes.fromhex(line), on_delivery=lambda err, _: err and failed.append(err))
+    if p.flush(60) or failed:
+        sys.exit("avro_produce: producing to %s failed: %s" % (args.topic, failed[:1] or "timed out"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -116,8 +129,13 @@ def main():
     pr.add_argument("schema")
     pr.add_argument("--partition", type=int)
     pr.add_argument("--schema-id")
+    rw = sub.add_parser("raw")
+    rw.add_argument("brokers")
+    rw.add_argument("topic")
     args = ap.parse_args()
-    if args.command == "register":
+    if args.command == "raw":
+        raw(args)
+    elif args.command == "register":
         print(register(args.format, args.url, args.topic, schema_text(args.schema))[1])
     else:
         produce(args)

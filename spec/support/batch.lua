@@ -64,7 +64,7 @@ function B.run(processor, specs, opts)
     return 0
   end)
   local sink = ffi.new("kg_sink_t", { cb, nil })
-  local batch = ffi.new("kg_batch_t", { records, n, 0, sink })
+  local batch = ffi.new("kg_batch_t", { records, n, 0, sink, -1 })
   local errors = {}
   while batch.next < batch.count do
     local ok, err = pcall(processor.process, batch)

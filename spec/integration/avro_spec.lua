@@ -1,0 +1,404 @@
+-- Avro end to end, against the real broker and the schema registry of scripts/registry: records framed for a
+-- registry (Confluent's and LinkedIn's) in, Avro object container files out, Avro records in Lua, and each bad
+-- input with its error. Output files are read with fastavro (spec/support/avro_read.py) and avrocat, not with
+-- kingest.
+local H = require("support.harness")
+local cjson = require("cjson")
+
+local V1 = '{"type":"record","name":"Event","namespace":"kingest.test","fields":[' ..
+  '{"name":"id","type":"long"},{"name":"name","type":"string"},' ..
+  '{"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}}]}'
+-- V1 with two fields added, each with a default: what a reader of V2 sees of V1's records.
+local V2 = '{"type":"record","name":"Event","namespace":"kingest.test","fields":[' ..
+  '{"name":"id","type":"long"},{"name":"name","type":"string"},' ..
+  '{"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}},' ..
+  '{"name":"country","type":"string","default":"unknown"},' ..
+  '{"name":"score","type":["null","double"],"default":null}]}'
+
+local function trim(s) return (s:gsub("%s+$", "")) end
+
+local registry_url
+local function registry()
+  if not registry_url then
+    local code, out, err = H.sh(H.q(H.root .. "/scripts/registry") .. " url")
+    assert(code == 0, "no registry: " .. err)
+    registry_url = trim(out)
+  end
+  return registry_url
+end
+local function confluent_api() return registry() .. "/apis/ccompat/v7" end
+
+local function schema_file(text)
+  os.execute("mkdir -p " .. H.q(H.tmp))
+  local path = H.tmp .. "/" .. H.unique("schema") .. ".avsc"
+  H.spit(path, text)
+  return path
+end
+
+local function avro_produce(args, stdin)
+  local input = H.tmp .. "/" .. H.unique("avro_in")
+  H.spit(input, stdin or "")
+  local cmd = "python3 " .. H.q(H.root .. "/spec/support/avro_produce.py")
+  for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
+  local code, out, err = H.sh(cmd .. " <" .. H.q(input))
+  os.remove(input)
+  assert(code == 0, "avro_produce: " .. err)
+  return trim(out)
+end
+
+-- Produces the JSON objects RECORDS to TOPIC, encoded with SCHEMA and framed as FORMAT says.
+local function produce(format, url, topic, schema, records)
+  local lines = {}
+  for i, r in ipairs(records) do lines[i] = cjson.encode(r) end
+  avro_produce({ "produce", format, H.bootstrap(), url, topic, schema_file(schema) }, table.concat(lines, "\n") .. "\n")
+end
+
+local function produce_raw(topic, hex_lines)
+  avro_produce({ "raw", H.bootstrap(), topic }, table.concat(hex_lines, "\n") .. "\n")
+end
+
+-- The Avro files under DIR read by fastavro: a list of { schema =, codec =, count =, file = } and all records
+-- (tables, in file order).
+local function read_avro(dir)
+  local files = {}
+  for _, f in ipairs(H.files(dir)) do
+    if f:match("%.avro$") then files[#files + 1] = H.q(dir .. "/" .. f) end
+  end
+  assert(#files > 0, "no .avro file under " .. dir)
+  local code, out, err = H.sh("python3 " .. H.q(H.root .. "/spec/support/avro_read.py") .. " " .. table.concat(files, " "))
+  assert(code == 0, err)
+  local metas, records = {}, {}
+  for line in out:gmatch("[^\n]+") do
+    local v = cjson.decode(line)
+    if v.file and v.schema then metas[#metas + 1] = v else records[#records + 1] = v end
+  end
+  -- avrocat (avro-c), a second reader: every file reads, with the same count.
+  local total = 0
+  for _, f in ipairs(files) do
+    local c, lines, aerr = H.sh("avrocat " .. f .. " | wc -l")
+    assert(c == 0, "avrocat " .. f .. ": " .. aerr)
+    total = total + tonumber(trim(lines))
+  end
+  assert.equals(#records, total, "avrocat and fastavro disagree on the record count")
+  return metas, records
+end
+
+local function by_id(records)
+  table.sort(records, function(a, b) return a.id < b.id end)
+  return records
+end
+
+local function events(n, from)
+  local list = {}
+  for i = 1, n do
+    local id = (from or 0) + i
+    list[i] = { id = id, name = "name-" .. id, at = 1700000000000 + id }
+  end
+  return list
+end
+
+describe("Avro records from a schema registry", function()
+  local job = H.job_writer("AvroJob")
+
+  it("writes Confluent-framed records to Avro files with the registry's schema, byte for byte, datums as they are",
+    function()
+      local topic = H.unique("avro_pass")
+      H.create_topic(topic, 2)
+      produce("confluent", confluent_api(), topic, V1, events(500))
+      local work = H.workdir("avro_pass")
+      local path = job(work, topic, {
+        ["kafka.deserializer.type"] = "CONFLUENT_AVRO",
+        ["kafka.schema.registry.url"] = confluent_api(),
+        ["writer.output.format"] = "avro",
+      })
+      local log = H.run_ok(path, work)
+      local metas, records = read_avro(work .. "/job-output/" .. topic)
+      for _, m in ipairs(metas) do
+        assert.equals(V1, m.schema) -- the registry's text, logicalType kept
+        assert.equals("deflate", m.codec)
+        assert.matches("%.avro$", m.file)
+      end
+      assert.same(events(500), by_id(records))
+      assert.matches(": 500 records, %d+ bytes written", log)
+      -- The second run finds nothing new: the offsets moved.
+      H.run_ok(path, work)
+      local _, again = read_avro(work .. "/job-output/" .. topic)
+      assert.equals(500, #again)
+    end)
+
+  for _, codec in ipairs({ "null", "snappy", "deflate" }) do
+    it("writes files every reader reads with writer.codec.type=" .. codec, function()
+      local topic = H.unique("avro_codec")
+      H.create_topic(topic, 1)
+      produce("confluent", confluent_api(), topic, V1, events(300))
+      local work = H.workdir("avro_codec")
+      H.run_ok(job(work, topic, {
+        ["kafka.deserializer.type"] = "CONFLUENT_AVRO",
+        ["kafka.schema.registry.url"] = confluent_api(),
+        ["writer.builder.class"] = "gobblin.writer.AvroDataWriterBuilder",
+        ["writer.codec.type"] = codec,
+        ["writer.deflate.level"] = "6",
+      }), work)
+      local metas, records = read_avro(work .. "/job-output/" .. topic)
+      assert.equals(codec, metas[1].codec)
+      assert.same(events(300), by_id(records))
+    end)
+  end
+
+  it("reads LinkedIn's framing (16-byte MD5 ids) with source.class=KafkaAvroSource", function()
+    local topic = H.unique("avro_linkedin")
+    H.create_topic(topic, 1)
+    local group = registry() .. "/apis/registry/v2/groups/" .. H.unique("group") .. "/artifacts"
+    produce("linkedin", group, topic, V1, events(50))
+    local work = H.workdir("avro_linkedin")
+    H.run_ok(job(work, topic, {
+      ["source.class"] = "gobblin.source.extractor.extract.kafka.KafkaAvroSource",
+      ["kafka.schema.registry.url"] = group,
+      ["writer.output.format"] = "avro",
+    }), work)
+    local metas, records = read_avro(work .. "/job-output/" .. topic)
+    assert.equals(V1, metas[1].schema)
+    assert.same(events(50), by_id(records))
+  end)
+
+  it("resolves records of an older schema to the topic's latest, a field added with a default included", function()
+    local topic = H.unique("avro_evolve")
+    H.create_topic(topic, 1)
+    produce("confluent", confluent_api(), topic, V1, events(3))
+    local newer = { { id = 4, name = "name-4", at = 1700000000004, country = "FR", score = 0.5 } }
+    produce("confluent", confluent_api(), topic, V2, newer)
+    local work = H.workdir("avro_evolve")
+    H.run_ok(job(work, topic, {
+      ["kafka.deserializer.type"] = "CONFLUENT_AVRO",
+      ["kafka.schema.registry.url"] = confluent_api(),
+      ["writer.output.format"] = "avro",
+    }), work)
+    local metas, records = read_avro(work .. "/job-output/" .. topic)
+    assert.equals(V2, metas[1].schema)
+    local expected = events(3)
+    for _, e in ipairs(expected) do
+      e.country = "unknown"
+      e.score = cjson.null
+    end
+    expected[4] = { id = 4, name = "name-4", at = 1700000000004, country = "FR", score = 0.5 }
+    assert.same(expected, by_id(records))
+  end)
+
+  it("writes Avro records as JSON lines to text output", function()
+    local topic = H.unique("avro_json")
+    H.create_topic(topic, 1)
+    produce("confluent", confluent_api(), topic, V1, events(5))
+    local work = H.workdir("avro_json")
+    H.run_ok(job(work, topic, {
+      ["kafka.deserializer.type"] = "CONFLUENT_AVRO",
+      ["kafka.schema.registry.url"] = confluent_api(),
+      ["writer.output.format"] = "json",
+    }), work)
+    local got = {}
+    for _, line in ipairs(H.published(work, topic)) do got[#got + 1] = cjson.decode(line) end
+    assert.same(events(5), by_id(got))
+  end)
+
+  it("hands converters decoded records and encodes what they return with the output schema", function()
+    local topic = H.unique("avro_lua")
+    H.create_topic(topic, 1)
+    produce("confluent", confluent_api(), topic, V1, events(20))
+    local work = H.workdir("avro_lua")
+    H.run_ok(job(work, topic, {
+      ["kafka.deserializer.type"] = "CONFLUENT_AVRO",
+      ["kafka.schema.registry.url"] = confluent_api(),
+      ["writer.output.format"] = "avro",
+    }, [[
+  converters = {
+    function(r) if r.id % 2 == 0 then return nil end return r end,
+    function(r) r.name = r.name:upper(); return r end,
+  },
+]]), work)
+    local _, records = read_avro(work .. "/job-output/" .. topic)
+    local expected = {}
+    for _, e in ipairs(events(20)) do
+      if e.id % 2 == 1 then
+        e.name = e.name:upper()
+        expected[#expected + 1] = e
+      end
+    end
+    assert.same(expected, by_id(records))
+  end)
+
+  it("turns JSON bytes into Avro with a declared schema and gobblin.converter.json_to_avro", function()
+    local topic = H.topic_with("json_in", {
+      '{"id": 1, "name": "a", "at": 5, "extra": true}',
+      '{"id": 2, "name": "b", "at": 6, "country": "DE"}',
+    })
+    local work = H.workdir("json_to_avro")
+    H.run_ok(job(work, topic, { ["writer.output.format"] = "avro" }, [[
+  schema = ]] .. string.format("%q", V2) .. [[,
+  converters = { require("gobblin.converter").json_to_avro() },
+]]), work)
+    local metas, records = read_avro(work .. "/job-output/" .. topic)
+    assert.equals(V2, metas[1].schema)
+    assert.same({
+      { id = 1, name = "a", at = 5, country = "unknown", score = cjson.null },
+      { id = 2, name = "b", at = 6, country = "DE", score = cjson.null },
+    }, by_id(records))
+  end)
+end)
+
+describe("Avro bad input", function()
+  local job = H.job_writer("AvroBad")
+
+  local function avro_job(work, topic, props, code)
+    props = props or {}
+    props["kafka.deserializer.type"] = props["kafka.deserializer.type"] or "CONFLUENT_AVRO"
+    props["kafka.schema.registry.url"] = props["kafka.schema.registry.url"] or confluent_api()
+    props["writer.output.format"] = props["writer.output.format"] or "avro"
+    return job(work, topic, props, code)
+  end
+
+  it("fails within a bounded time, offsets unmoved, when the registry does not answer; the next run reads all",
+    function()
+      local topic = H.unique("avro_down")
+      H.create_topic(topic, 1)
+      produce("confluent", confluent_api(), topic, V1, events(10))
+      local work = H.workdir("avro_down")
+      local started = H.now_ms()
+      local last = H.run_fails(avro_job(work, topic, { ["kafka.schema.registry.url"] = "http://127.0.0.1:9/ccompat" }),
+        work, 1, { "http://127.0.0.1:9/ccompat" })
+      assert.truthy(H.now_ms() - started < 60000, "the failure took too long")
+      assert.matches("schema registry", last)
+      assert.same({}, H.stored_offsets(work, "AvroBad"))
+      H.run_ok(avro_job(work, topic), work)
+      local _, records = read_avro(work .. "/job-output/" .. topic)
+      assert.same(events(10), by_id(records))
+    end)
+
+  it("skips, quarantines or fails on records with an unknown schema id, too short, or not of their schema", function()
+    local topic = H.unique("avro_badrec")
+    H.create_topic(topic, 1)
+    produce("confluent", confluent_api(), topic, V1, events(2))
+    local id = avro_produce({ "register", "confluent", confluent_api(), topic, schema_file(V1) })
+    local frame = string.format("00%08x", tonumber(id))
+    produce_raw(topic, {
+      "00000f423f020261",         -- schema id 999999, which the registry does not know
+      "0000",                     -- too short for the header
+      "07" .. frame:sub(3) .. "02", -- a magic byte that is not 0
+      frame .. "0202",            -- id, then a long and a string cut short
+    })
+    produce("confluent", confluent_api(), topic, V1, events(1, 2))
+    local work = H.workdir("avro_badrec")
+    local path = avro_job(work, topic, { ["decode.error.max.ratio"] = "1" })
+    local log = H.run_ok(path, work)
+    assert.matches("schema id 999999", log, 1, true)
+    assert.matches("too short", log, 1, true)
+    assert.matches("not the magic byte 0", log, 1, true)
+    assert.matches("not one Avro datum of schema " .. id, log, 1, true)
+    local _, records = read_avro(work .. "/job-output/" .. topic)
+    assert.same(events(3), by_id(records))
+
+    -- quarantine: the four bad records, raw, in _errors.
+    local qwork = H.workdir("avro_badrec_q")
+    H.run_ok(avro_job(qwork, topic, { ["decode.error.max.ratio"] = "1", ["decode.error.policy"] = "quarantine" }), qwork)
+    local quarantined = H.json_lines(qwork .. "/job-output/" .. topic .. "/_errors")
+    assert.equals(4, #quarantined)
+    assert.equals("Avro decoding", quarantined[1].stage)
+
+    -- fail: the run fails naming the record, and no offset moves.
+    local fwork = H.workdir("avro_badrec_f")
+    H.run_fails(avro_job(fwork, topic, { ["decode.error.policy"] = "fail" }), fwork, 1,
+      { topic .. ":0", "offset 2", "schema id 999999" })
+    assert.same({}, H.stored_offsets(fwork, "AvroBad"))
+
+    -- over the error budget (4 of 7 > 0.1): exit status 5.
+    local bwork = H.workdir("avro_badrec_b")
+    H.run_fails(avro_job(bwork, topic), bwork, 5, { "decode.error.max.ratio" })
+  end)
+
+  it("refuses a job declaring an invalid schema, naming the schema's problem", function()
+    local work = H.workdir("avro_badschema")
+    local path = job(work, "whatever", { ["writer.output.format"] = "avro" },
+      [[  schema = '{"type": "record", "name": "E", "fields": [{"name": "x", "type": "lnog"}]}',]])
+    local last = H.run_fails(path, work, 1, { "schema", "lnog" })
+    assert.matches("invalid Avro schema", last)
+  end)
+
+  it("names the field of a Lua value that does not fit the output schema", function()
+    local topic = H.topic_with("avro_misfit", { '{"id": "seven", "name": "a", "at": 1}' })
+    local work = H.workdir("avro_misfit")
+    local path = job(work, topic, { ["writer.output.format"] = "avro", ["decode.error.policy"] = "fail" }, [[
+  schema = ]] .. string.format("%q", V1) .. [[,
+  converters = { function(r) return require("cjson").decode(r:value()) end },
+]])
+    H.run_fails(path, work, 1, { "id", "expected long" })
+  end)
+end)
+
+describe("the Avro examples", function()
+  local EXAMPLES = H.root .. "/scripts/examples/"
+  local function run_example(file, env)
+    local work = H.workdir("ex_" .. file:gsub("%.lua$", ""))
+    local e = { KAFKA_BROKERS = H.bootstrap(), SCHEMA_REGISTRY_URL = confluent_api() }
+    for k, v in pairs(env) do e[k] = v end
+    local code, _, err = H.run(EXAMPLES .. file, work, e)
+    assert.are.equal(0, code, err)
+    return work
+  end
+
+  it("avro_passthrough.lua writes the topic's records with its latest schema", function()
+    local topic = H.unique("ex_avro_pass")
+    H.create_topic(topic, 1)
+    produce("confluent", confluent_api(), topic, V1, events(2))
+    produce("confluent", confluent_api(), topic, V2,
+      { { id = 3, name = "name-3", at = 1700000000003, country = "NL", score = 2 } })
+    local work = run_example("avro_passthrough.lua", { TOPIC = topic })
+    local metas, records = read_avro(work .. "/job-output/" .. topic)
+    assert.equals(V2, metas[1].schema)
+    assert.equals("deflate", metas[1].codec)
+    assert.same({
+      { id = 1, name = "name-1", at = 1700000000001, country = "unknown", score = cjson.null },
+      { id = 2, name = "name-2", at = 1700000000002, country = "unknown", score = cjson.null },
+      { id = 3, name = "name-3", at = 1700000000003, country = "NL", score = 2 },
+    }, by_id(records))
+  end)
+
+  it("avro_transform.lua drops users without an email and writes contacts", function()
+    local topic = H.unique("ex_avro_users")
+    H.create_topic(topic, 1)
+    local users = '{"type":"record","name":"User","fields":[{"name":"id","type":"long"},' ..
+      '{"name":"email","type":["null","string"],"default":null}]}'
+    produce("confluent", confluent_api(), topic, users, {
+      { id = 1, email = "Ann@Example.COM" }, { id = 2, email = cjson.null }, { id = 3, email = "bo@x.org" },
+    })
+    local work = run_example("avro_transform.lua", { TOPIC = topic })
+    local metas, records = read_avro(work .. "/job-output/" .. topic)
+    assert.matches('"name": "Contact"', metas[1].schema, 1, true)
+    assert.same({
+      { id = 1, email = "ann@example.com", domain = "example.com" },
+      { id = 3, email = "bo@x.org", domain = "x.org" },
+    }, by_id(records))
+  end)
+
+  it("json_to_avro.lua fits JSON payloads to its schema and quarantines the one that does not fit", function()
+    local lines = {
+      '{"user": "u1", "page": "/a", "at": 1000, "browser": "x"}',
+      '{"user": "u2", "page": "/b", "at": "yesterday"}',
+      '{"user": "u3", "page": "/c", "at": 3000, "referrer": "/a"}',
+    }
+    for i = 4, 12 do lines[i] = string.format('{"user": "u%02d", "page": "/p", "at": %d}', i, i) end
+    local topic = H.topic_with("ex_clicks", lines)
+    local work = run_example("json_to_avro.lua", { TOPIC = topic })
+    local metas, records = read_avro(work .. "/job-output/" .. topic)
+    assert.equals("snappy", metas[1].codec)
+    table.sort(records, function(a, b) return a.user < b.user end)
+    local expected = {
+      { user = "u1", page = "/a", at = 1000, referrer = cjson.null },
+      { user = "u3", page = "/c", at = 3000, referrer = "/a" },
+    }
+    for i = 4, 12 do expected[#expected + 1] = { user = string.format("u%02d", i), page = "/p", at = i, referrer = cjson.null } end
+    table.sort(expected, function(a, b) return a.user < b.user end)
+    assert.same(expected, records)
+    local quarantined = H.json_lines(work .. "/job-output/" .. topic .. "/_errors")
+    assert.equals(1, #quarantined)
+    assert.equals(1, quarantined[1].offset)
+    assert.matches("field 'at': expected long", quarantined[1].error, 1, true)
+  end)
+end)
