@@ -48,6 +48,41 @@ function M.json_to_bytes(opts)
   end
 end
 
+-- json_to_avro: a JSON record as a Lua value ready for the Avro encoder of SCHEMA (a schema object from
+-- gobblin.avro, or its JSON text), as Gobblin's JsonIntermediateToAvroConverter does: JSON fields that are
+-- not in the schema are dropped, a missing field becomes null or its default, and a missing field with
+-- neither is an error naming it (as are values of the wrong type). Without SCHEMA, the job's output schema
+-- (ctx.output_schema) is used. The record may be JSON text, a record view or an already-decoded table; a
+-- null payload is dropped.
+function M.json_to_avro(schema)
+  local avro = require("gobblin.avro")
+  if type(schema) == "string" then
+    schema = avro.schema(schema)
+  elseif schema ~= nil and getmetatable(schema) ~= avro.Schema then
+    error("json_to_avro expects a schema (avro.schema(text)) or its JSON text, got " .. type(schema), 2)
+  end
+  local decoder = cjson.new()
+  local parsed_text, parsed -- a job schema given as text, parsed once
+  return function(record, ctx)
+    local s = schema or (ctx and ctx.output_schema)
+    if s == nil then error("json_to_avro needs a schema: pass one or set the job's schema", 0) end
+    if type(s) == "string" then
+      if s ~= parsed_text then parsed_text, parsed = s, avro.schema(s) end
+      s = parsed
+    end
+    local value = record
+    if type(record) ~= "table" then
+      local text = bytes_of(record)
+      if text == nil then return nil end
+      local err
+      value, err = decoder.decode(text)
+      if value == nil and err then error("invalid JSON: " .. err, 0) end
+    end
+    if value == nil or value == cjson.null then return nil end
+    return s:check(value)
+  end
+end
+
 -- project: keeps only FIELDS (an array of names) of a table record; missing fields stay missing.
 function M.project(fields)
   if type(fields) ~= "table" or #fields == 0 then error("project expects a non-empty array of field names", 2) end
