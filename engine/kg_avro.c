@@ -422,14 +422,18 @@ int kg_avro_input_frame(kg_avro_input_t *in, const char *value, size_t len, int3
   int rc = id_entry(in, (const uint8_t *)value + 1, &e, errbuf);
   if (rc) return rc;
   char idt[40];
-  id_text(in, e->id, idt, sizeof idt);
-  if (e->index < 0) return kg_fail(errbuf, KG_EINVAL, "schema id %s: %s", idt, e->error);
+  if (e->index < 0) {
+    id_text(in, e->id, idt, sizeof idt);
+    return kg_fail(errbuf, KG_EINVAL, "schema id %s: %s", idt, e->error);
+  }
   *index = e->index;
   *datum = value + 1 + in->id_len;
   *datum_len = len - 1 - in->id_len;
-  if (!kg_avro_is_datum(kg_avro_schemas_shape(in->schemas, e->index), *datum, *datum_len))
+  if (!kg_avro_is_datum(kg_avro_schemas_shape(in->schemas, e->index), *datum, *datum_len)) {
+    id_text(in, e->id, idt, sizeof idt);
     return kg_fail(errbuf, KG_EINVAL, "the %zu bytes after the header are not one Avro datum of schema %s", *datum_len,
                    idt);
+  }
   return KG_OK;
 }
 

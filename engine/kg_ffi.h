@@ -43,11 +43,13 @@ int64_t kg_ffi_clock_mono_ms(void);
 /* FFI-END */
 /* clang-format on */
 
-/* What the engine behind batch->sink does with emitted bytes: RECORD is the record being processed. */
+/* What the engine behind batch->sink does with emitted bytes: RECORD is the record being processed. EMIT_DATUM
+ * (NULL: EMIT) takes an Avro record's datum when its schema is the output's: bytes the engine has checked. */
 typedef int (*kg_emit_fn)(void *ctx, const kg_record_t *record, const char *data, size_t len);
 typedef struct {
   kg_emit_fn emit;
   void *ctx;
+  kg_emit_fn emit_datum;
 } kg_sink_t;
 
 #endif

@@ -94,8 +94,9 @@ void kg_outputs_select(kg_outputs_t *run, const char *topic, const char *schema,
   }
 }
 
-/* Appends one record to output IDX, opening its file on first use. */
-static int output_write(kg_outputs_t *run, size_t idx, const char *data, size_t len) {
+/* Appends one record to output IDX, opening its file on first use; CHECKED: a datum known to be of the file's
+ * schema. */
+static int output_write(kg_outputs_t *run, size_t idx, const char *data, size_t len, bool checked) {
   kg_output_t *o = &run->outputs[idx];
   const kg_config_t *c = run->spec->config;
   if (!o->writer) {
@@ -112,7 +113,8 @@ static int output_write(kg_outputs_t *run, size_t idx, const char *data, size_t 
                  : kg_writer_open(run->spec->fs, run->spec->writer, o->staging, &options, &o->writer, run->write_error);
     if (rc) return rc;
   }
-  return kg_writer_write(o->writer, data, len, run->write_error);
+  return checked ? kg_writer_write_checked(o->writer, data, len, run->write_error)
+                 : kg_writer_write(o->writer, data, len, run->write_error);
 }
 
 static void base64(kg_buf_t *out, const unsigned char *p, size_t n) {
@@ -154,13 +156,12 @@ int kg_outputs_quarantine(kg_outputs_t *run, const kg_workunit_t *wu, const kg_r
   kg_buf_append(&line, ",\"value_base64\":", 16);
   base64_or_null(&line, r->value_ptr, r->value_len);
   kg_buf_append(&line, "}", 1);
-  int rc = output_write(run, idx, line.data, line.len);
+  int rc = output_write(run, idx, line.data, line.len, false);
   kg_buf_free(&line);
   return rc ? kg_fail(errbuf, KG_EIO, "%s", run->write_error) : KG_OK;
 }
 
-int kg_outputs_emit(void *ctx, const kg_record_t *record, const char *data, size_t len) {
-  kg_outputs_t *run = ctx;
+static int emit(kg_outputs_t *run, const kg_record_t *record, const char *data, size_t len, bool checked) {
   if (run->write_rc) return run->write_rc;
   if (record != run->emitting) { /* the record's first output: a mark (a buffering writer may write out here) */
     kg_output_t *o = &run->outputs[run->current];
@@ -171,9 +172,17 @@ int kg_outputs_emit(void *ctx, const kg_record_t *record, const char *data, size
         (run->write_rc = kg_writer_mark(o->writer, &run->mark_records, &run->mark_bytes, run->write_error)))
       return run->write_rc;
   }
-  run->write_rc = output_write(run, run->current, data, len);
+  run->write_rc = output_write(run, run->current, data, len, checked);
   kg_crash_point("write");
   return run->write_rc;
+}
+
+int kg_outputs_emit(void *ctx, const kg_record_t *record, const char *data, size_t len) {
+  return emit(ctx, record, data, len, false);
+}
+
+int kg_outputs_emit_datum(void *ctx, const kg_record_t *record, const char *data, size_t len) {
+  return emit(ctx, record, data, len, true);
 }
 
 void kg_outputs_batch_begin(kg_outputs_t *run) { run->emitting = NULL; }

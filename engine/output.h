@@ -23,6 +23,9 @@ void kg_outputs_select(kg_outputs_t *outputs, const char *topic, const char *sch
 /* A kg_emit_fn (CTX is the kg_outputs_t): writes one output of RECORD to the selected output. After a write error
  * every further call fails with it (kg_outputs_error says what it was). */
 int kg_outputs_emit(void *ctx, const kg_record_t *record, const char *data, size_t len);
+/* The same for an Avro datum of the output's schema that the engine has checked (kg_avro.h): the writer does not
+ * check it again. */
+int kg_outputs_emit_datum(void *ctx, const kg_record_t *record, const char *data, size_t len);
 /* A new batch of record views begins: views are reused, so a record is known by its view within one batch only. */
 void kg_outputs_batch_begin(kg_outputs_t *outputs);
 /* Takes back the outputs RECORD wrote before it failed, so that a record's outputs are all or nothing. */

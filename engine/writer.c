@@ -83,6 +83,13 @@ int kg_writer_write(kg_writer_t *w, const char *data, size_t len, char *errbuf) 
   return KG_OK;
 }
 
+int kg_writer_write_checked(kg_writer_t *w, const char *data, size_t len, char *errbuf) {
+  w->checked = true;
+  int rc = kg_writer_write(w, data, len, errbuf);
+  w->checked = false;
+  return rc;
+}
+
 int kg_writer_mark(kg_writer_t *w, int64_t *records, int64_t *bytes, char *errbuf) {
   int64_t added = 0;
   int rc = w->ops->mark ? w->ops->mark(w, &added, errbuf) : KG_OK;

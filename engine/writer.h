@@ -76,6 +76,7 @@ struct kg_writer {
   char *path;             /* owned */
   int64_t records;        /* whole records given to the writer (see the top of this file) */
   int64_t bytes;          /* bytes in the file so far (see the top of this file) */
+  bool checked;           /* during write: the caller has checked the record (kg_writer_write_checked) */
   void *impl;             /* the backend's state, owned by it */
 };
 
@@ -96,6 +97,9 @@ int kg_writer_open(kg_fs_t *fs, const kg_writer_ops_t *ops, const char *path, co
 /* Appends one record. KG_EIO names the file and the reason (disk full, file too large); what the failed record
  * wrote is not counted. */
 int kg_writer_write(kg_writer_t *w, const char *data, size_t len, char *errbuf);
+/* The same for a record the caller has checked to be what the format takes (an Avro datum of the file's
+ * schema): a backend that checks its records skips it. */
+int kg_writer_write_checked(kg_writer_t *w, const char *data, size_t len, char *errbuf);
 /* Marks a record boundary (see the top of this file): *RECORDS and *BYTES get the counts to give
  * kg_writer_truncate to come back here. The caller will not take the file back to before the last mark. May
  * write a buffer out: KG_EIO names the file. */

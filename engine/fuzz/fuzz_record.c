@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kg_writer_options_t options = {
       .delimiter = (flags & 4) ? "" : "\n", .delimiter_len = (flags & 4) ? 0 : 1, .prepend_size = (flags & 8) != 0};
   if (kg_writer_open(kg_fs_local(), &kg_writer_simple, writer_path, &options, &w, err)) abort();
-  kg_sink_t sink = {emit, w};
+  kg_sink_t sink = {emit, w, NULL};
   kg_batch_t batch = {.records = records, .count = n, .next = 0, .sink = &sink, .output_schema = -1};
   kg_lua_t *lua = (flags & 16) ? scripted : simple;
   while (batch.next < batch.count)

@@ -9,7 +9,7 @@ local gffi = require("gobblin.ffi")
 local lib = ffi.load(assert(os.getenv("KINGEST_FFI_LIB"), "KINGEST_FFI_LIB is not set"), true)
 pcall(ffi.cdef, [[
 typedef int (*kg_emit_fn)(void *ctx, const kg_record_t *record, const char *data, size_t len);
-typedef struct { kg_emit_fn emit; void *ctx; } kg_sink_t;
+typedef struct { kg_emit_fn emit; void *ctx; kg_emit_fn emit_datum; } kg_sink_t;
 ]])
 
 local B = { lib = lib }
