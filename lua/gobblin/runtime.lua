@@ -227,6 +227,14 @@ function M.job_processor(job)
   -- ctx: what a script sees of the record being processed, and of its task.
   local states = {}
   local ctx = { metrics = registry, job = job }
+  -- ctx.output_schema: the output's Avro schema (nil when the output is not Avro), parsed when first asked for,
+  -- so that a job that never looks at it does not depend on it.
+  local output_index = -1
+  setmetatable(ctx, {
+    __index = function(_, key)
+      if key == "output_schema" and output_index >= 0 then return gffi.schema(output_index) end
+    end,
+  })
   local function where() return "[" .. tostring(ctx.topic) .. ":" .. tostring(ctx.partition) .. "] " end
   ctx.log = {
     debug = log_function(gffi.DEBUG, where), info = log_function(gffi.INFO, where),
@@ -323,7 +331,7 @@ function M.job_processor(job)
     local n = batch.count
     if n == 0 then return end
     local first = records[0]
-    ctx.output_schema = batch.output_schema >= 0 and gffi.schema(batch.output_schema) or nil
+    output_index = batch.output_schema
     ctx.topic = ffi_string(first.topic_ptr)
     ctx.partition = first.partition
     local key = ctx.topic .. ":" .. ctx.partition
