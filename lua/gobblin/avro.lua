@@ -1221,64 +1221,51 @@ function wr(G, u, n, x)
     if by.null then branch(by.null) else emit(u, "BADUNION(" .. desc .. ", " .. x .. ")") end
     emit(u, "elseif " .. tv .. " == 'boolean' then")
     if by.boolean then branch(by.boolean) else emit(u, "BADUNION(" .. desc .. ", " .. x .. ")") end
-    -- numbers: the first branch, in union order, that takes the number
+    -- The first branch, in union order, whose condition (COND_OF(branch): Lua source, "true", or nil for a
+    -- branch that never takes the value) holds; none: the value fits no branch.
+    local function first_branch(cond_of)
+      local first, closed = true, false
+      for k, b in ipairs(n.branches) do
+        local cond = cond_of(b)
+        if cond == "true" then
+          if not first then emit(u, "else") end
+          branch(k)
+          closed = true
+          break
+        elseif cond then
+          emit(u, (first and "if " or "elseif ") .. cond .. " then")
+          branch(k)
+          first = false
+        end
+      end
+      if not closed then
+        if not first then emit(u, "else") end
+        emit(u, "BADUNION(" .. desc .. ", " .. x .. ")")
+      end
+      if not first then emit(u, "end") end
+    end
+    -- numbers: int if whole and in its range, long if whole, float, double
     emit(u, "elseif " .. tv .. " == 'number' then")
-    local first, closed = true, false
-    for k, b in ipairs(n.branches) do
-      local cond
+    first_branch(function(b)
       if b.type == "int" then
-        cond = x .. " % 1 == 0 and " .. x .. " >= -2147483648 and " .. x .. " <= 2147483647"
+        return x .. " % 1 == 0 and " .. x .. " >= -2147483648 and " .. x .. " <= 2147483647"
       elseif b.type == "long" then
-        cond = x .. " % 1 == 0 and " .. x .. " >= -9223372036854775808 and " .. x .. " < 9223372036854775808"
+        return x .. " % 1 == 0 and " .. x .. " >= -9223372036854775808 and " .. x .. " < 9223372036854775808"
       elseif b.type == "float" or b.type == "double" then
-        cond = "true"
+        return "true"
       end
-      if cond then
-        if cond == "true" then
-          if not first then emit(u, "else") end
-          branch(k)
-          closed = true
-          break
-        end
-        emit(u, (first and "if " or "elseif ") .. cond .. " then")
-        branch(k)
-        first = false
-      end
-    end
-    if not closed then
-      if not first then emit(u, "else") end
-      emit(u, "BADUNION(" .. desc .. ", " .. x .. ")")
-    end
-    if not first then emit(u, "end") end
-    -- strings: string, bytes, enum (one of its symbols), fixed (of its size), in union order
+    end)
+    -- strings: string, bytes, enum (one of its symbols), fixed (of its size)
     emit(u, "elseif " .. tv .. " == 'string' then")
-    first, closed = true, false
-    for k, b in ipairs(n.branches) do
-      local cond
+    first_branch(function(b)
       if b.type == "string" or b.type == "bytes" then
-        cond = "true"
+        return "true"
       elseif b.type == "enum" then
-        cond = const(u, b.index) .. "[" .. x .. "] ~= nil"
+        return const(u, b.index) .. "[" .. x .. "] ~= nil"
       elseif b.type == "fixed" then
-        cond = "#" .. x .. " == " .. b.size
+        return "#" .. x .. " == " .. b.size
       end
-      if cond then
-        if cond == "true" then
-          if not first then emit(u, "else") end
-          branch(k)
-          closed = true
-          break
-        end
-        emit(u, (first and "if " or "elseif ") .. cond .. " then")
-        branch(k)
-        first = false
-      end
-    end
-    if not closed then
-      if not first then emit(u, "else") end
-      emit(u, "BADUNION(" .. desc .. ", " .. x .. ")")
-    end
-    if not first then emit(u, "end") end
+    end)
     -- tables: an array when the table looks like one, else the first record or map
     emit(u, "elseif " .. tv .. " == 'table' then")
     local arr, other

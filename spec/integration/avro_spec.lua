@@ -36,14 +36,16 @@ local function schema_file(text)
 end
 
 local function avro_produce(args, stdin)
-  local input = H.tmp .. "/" .. H.unique("avro_in")
-  H.spit(input, stdin or "")
-  local cmd = "python3 " .. H.q(H.root .. "/spec/support/avro_produce.py")
-  for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
-  local code, out, err = H.sh(cmd .. " <" .. H.q(input))
-  os.remove(input)
+  local code, out, err = H.avro_produce(args, stdin)
   assert(code == 0, "avro_produce: " .. err)
   return trim(out)
+end
+
+-- The properties of a job reading Confluent-framed Avro records from the test registry, with EXTRA added.
+local function confluent_props(extra)
+  local p = { ["kafka.deserializer.type"] = "CONFLUENT_AVRO", ["kafka.schema.registry.url"] = confluent_api() }
+  for k, v in pairs(extra or {}) do p[k] = v end
+  return p
 end
 
 -- Produces the JSON objects RECORDS to TOPIC, encoded with SCHEMA and framed as FORMAT says.
@@ -98,11 +100,9 @@ describe("Avro records from a schema registry", function()
       H.create_topic(topic, 2)
       produce("confluent", confluent_api(), topic, V1, events(500))
       local work = H.workdir("avro_pass")
-      local path = job(work, topic, {
-        ["kafka.deserializer.type"] = "CONFLUENT_AVRO",
-        ["kafka.schema.registry.url"] = confluent_api(),
+      local path = job(work, topic, confluent_props({
         ["writer.output.format"] = "avro",
-      })
+      }))
       local log = H.run_ok(path, work)
       local metas, records = read_avro(work .. "/job-output/" .. topic)
       for _, m in ipairs(metas) do
@@ -124,13 +124,11 @@ describe("Avro records from a schema registry", function()
       H.create_topic(topic, 1)
       produce("confluent", confluent_api(), topic, V1, events(300))
       local work = H.workdir("avro_codec")
-      H.run_ok(job(work, topic, {
-        ["kafka.deserializer.type"] = "CONFLUENT_AVRO",
-        ["kafka.schema.registry.url"] = confluent_api(),
+      H.run_ok(job(work, topic, confluent_props({
         ["writer.builder.class"] = "gobblin.writer.AvroDataWriterBuilder",
         ["writer.codec.type"] = codec,
         ["writer.deflate.level"] = "6",
-      }), work)
+      })), work)
       local metas, records = read_avro(work .. "/job-output/" .. topic)
       assert.equals(codec, metas[1].codec)
       assert.same(events(300), by_id(records))
@@ -160,11 +158,9 @@ describe("Avro records from a schema registry", function()
     local newer = { { id = 4, name = "name-4", at = 1700000000004, country = "FR", score = 0.5 } }
     produce("confluent", confluent_api(), topic, V2, newer)
     local work = H.workdir("avro_evolve")
-    H.run_ok(job(work, topic, {
-      ["kafka.deserializer.type"] = "CONFLUENT_AVRO",
-      ["kafka.schema.registry.url"] = confluent_api(),
+    H.run_ok(job(work, topic, confluent_props({
       ["writer.output.format"] = "avro",
-    }), work)
+    })), work)
     local metas, records = read_avro(work .. "/job-output/" .. topic)
     assert.equals(V2, metas[1].schema)
     local expected = events(3)
@@ -181,11 +177,9 @@ describe("Avro records from a schema registry", function()
     H.create_topic(topic, 1)
     produce("confluent", confluent_api(), topic, V1, events(5))
     local work = H.workdir("avro_json")
-    H.run_ok(job(work, topic, {
-      ["kafka.deserializer.type"] = "CONFLUENT_AVRO",
-      ["kafka.schema.registry.url"] = confluent_api(),
+    H.run_ok(job(work, topic, confluent_props({
       ["writer.output.format"] = "json",
-    }), work)
+    })), work)
     local got = {}
     for _, line in ipairs(H.published(work, topic)) do got[#got + 1] = cjson.decode(line) end
     assert.same(events(5), by_id(got))
@@ -196,11 +190,9 @@ describe("Avro records from a schema registry", function()
     H.create_topic(topic, 1)
     produce("confluent", confluent_api(), topic, V1, events(20))
     local work = H.workdir("avro_lua")
-    H.run_ok(job(work, topic, {
-      ["kafka.deserializer.type"] = "CONFLUENT_AVRO",
-      ["kafka.schema.registry.url"] = confluent_api(),
+    H.run_ok(job(work, topic, confluent_props({
       ["writer.output.format"] = "avro",
-    }, [[
+    }), [[
   converters = {
     function(r) if r.id % 2 == 0 then return nil end return r end,
     function(r) r.name = r.name:upper(); return r end,
@@ -240,11 +232,9 @@ describe("Avro bad input", function()
   local job = H.job_writer("AvroBad")
 
   local function avro_job(work, topic, props, code)
-    props = props or {}
-    props["kafka.deserializer.type"] = props["kafka.deserializer.type"] or "CONFLUENT_AVRO"
-    props["kafka.schema.registry.url"] = props["kafka.schema.registry.url"] or confluent_api()
-    props["writer.output.format"] = props["writer.output.format"] or "avro"
-    return job(work, topic, props, code)
+    local p = confluent_props({ ["writer.output.format"] = "avro" })
+    for k, v in pairs(props or {}) do p[k] = v end
+    return job(work, topic, p, code)
   end
 
   it("fails within a bounded time, offsets unmoved, when the registry does not answer; the next run reads all",

@@ -15,15 +15,7 @@ end
 
 local function trim(s) return (s:gsub("%s+$", "")) end
 
-local function avro(args, stdin)
-  local input = H.tmp .. "/" .. H.unique("avro_in")
-  H.spit(input, stdin or "")
-  local cmd = "python3 " .. H.q(H.root .. "/spec/support/avro_produce.py")
-  for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
-  local code, out, err = H.sh(cmd .. " <" .. H.q(input))
-  os.remove(input)
-  return code, out, err
-end
+local avro = H.avro_produce
 
 -- The records of TOPIC as hex strings.
 local function payloads_hex(topic)

@@ -577,6 +577,17 @@ function H.topic_with(name, lines)
   return topic
 end
 
+-- Runs spec/support/avro_produce.py with ARGS (a list), STDIN fed to it; returns its exit code, stdout and stderr.
+function H.avro_produce(args, stdin)
+  local input = H.tmp .. "/" .. H.unique("avro_in")
+  spit(input, stdin or "")
+  local cmd = "python3 " .. H.q(H.root .. "/spec/support/avro_produce.py")
+  for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
+  local code, out, err = H.sh(cmd .. " <" .. H.q(input))
+  os.remove(input)
+  return code, out, err
+end
+
 -- Runs JOB in WORK (with ENV added) and asserts that it succeeded; returns its log.
 function H.run_ok(job, work, env)
   local code, _, err = H.run(job, work, env)
