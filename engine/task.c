@@ -205,7 +205,6 @@ static int read_framing(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_res
  * error that fails the task: the registry did not answer, or the output takes the topic's latest schema and
  * the registry has none. */
 static int topic_schemas(kg_task_run_t *run, const char *topic, char *errbuf) {
-  const kg_config_t *c = run->task->spec.config;
   bool avro_out = run->task->spec.writer == &kg_writer_avro;
   run->reader_schema = -1;
   run->output_schema = avro_out ? run->fixed_schema : -1;
@@ -228,7 +227,6 @@ static int topic_schemas(kg_task_run_t *run, const char *topic, char *errbuf) {
   }
   size_t len = 0;
   const char *text = kg_avro_schemas_text(run->schemas, run->output_schema, &len);
-  (void)c;
   kg_outputs_select(run->outputs, topic, text, len);
   return KG_OK;
 }
