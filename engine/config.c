@@ -10,6 +10,7 @@
  * reads the value (KG_FIELD), and the output of `kingest properties --markdown` pasted over README.md's table
  * (readme_spec checks they agree; test_props checks the row). */
 #include "config.h"
+#include "partition.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -42,7 +43,7 @@ static const char *const publishers[] = {"BaseDataPublisher", NULL};
 static const char *const launchers[] = {"LOCAL", NULL};
 static const char *const destinations[] = {"HDFS", "LOCAL", NULL};
 static const char *const formats[] = {"txt", "json", "csv", "avro", NULL};
-static const char *const codecs[] = {"null", "deflate", "snappy", NULL}; /* kg_codec_t */
+static const char *const codecs[] = {"null", "deflate", "snappy", "gzip", "zstd", NULL}; /* kg_codec_t */
 static const char *const path_types[] = {"tablename", "namespace_table", "default", NULL};
 static const char *const error_policies[] = {"skip", "fail", "quarantine", NULL};
 static const char *const estimators[] = {"AVG_RECORD_TIME", "AVG_RECORD_SIZE", "CUSTOM", NULL};
@@ -50,6 +51,9 @@ static const char *const packers[] = {"SINGLE_LEVEL", "BI_LEVEL", NULL};
 static const char *const limit_types[] = {"time", "rate", "count", NULL};
 static const char *const time_units[] = {"milliseconds", "seconds", "minutes", "hours", "days", NULL};
 static const char *const commit_policies[] = {"full", "successful", NULL};
+static const char *const partitioners[] = {"TimeBasedWriterPartitioner", "TimeBasedAvroWriterPartitioner",
+                                           "TimeBasedJsonWriterPartitioner", NULL};
+static const char *const granularities[] = {"MINUTE", "HOUR", "DAY", "MONTH", "YEAR", NULL}; /* kg_granularity_t */
 static const char *const registries[] = {"ConfluentKafkaSchemaRegistry", "KafkaAvroSchemaRegistry", NULL};
 
 /* The setters and computed defaults of the odd rows, defined below the table. */
@@ -65,6 +69,7 @@ static int set_delimiter(kg_config_t *c, const kg_property_t *p, const char *key
 static char *default_codec(const kg_config_t *c);
 static int set_codec(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
 static char *no_schema(const kg_config_t *c);
+static char *default_deflate_level(const kg_config_t *c);
 static int set_avro_schema(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                            char *errbuf);
 static int set_skip_errors(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
@@ -73,6 +78,8 @@ static int set_limits(kg_config_t *c, const kg_property_t *p, const char *key, k
 static int set_registry_class(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                               char *errbuf);
 static int set_source(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
+static int set_partitioner(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                           char *errbuf);
 
 /* Rows are read in this order, so when a job has several bad values, the first row's error is the one
  * reported. job.name comes first: the job's identity is checked before the work dir that roots the paths. */
@@ -283,6 +290,61 @@ static const kg_property_t properties[] = {
      KG_FIELD(path_type),
      .doc = "Output sub-path: `tablename` (the topic), `namespace_table` (namespace with dots as slashes, then the "
             "topic), `default` (namespace/topic/`<yyyyMMddHHmmss>_append`)."},
+    {.name = "writer.file.max.size",
+     .type = KG_PROP_INT,
+     .def_doc = "no limit",
+     .min = 1,
+     .max = INT64_MAX / 2,
+     KG_FIELD(roll_bytes),
+     .doc = "Bytes after which a task's output file is closed and the next record starts a new one (rolling): the "
+            "files of a task's output are then named `part.<taskId>.<n>.<ext>`, n from 0. Checked between records, "
+            "so a file ends at the first record boundary past the size (a compressed or Avro file counts the bytes "
+            "written out, up to one 64,000-byte block behind)."},
+    {.name = "writer.file.max.records",
+     .type = KG_PROP_INT,
+     .def_doc = "no limit",
+     .min = 1,
+     .max = INT64_MAX / 2,
+     KG_FIELD(roll_records),
+     .doc = "Records after which a task's output file is closed and the next record starts a new one (kingest's "
+            "name: Gobblin has no such property); with `writer.file.max.size`, whichever comes first."},
+    {.name = "writer.partitioner.class",
+     .type = KG_PROP_STRING,
+     .def_doc = "none",
+     .computed = no_schema,
+     .set = set_partitioner,
+     .doc = "`TimeBasedWriterPartitioner` (or Gobblin's `TimeBasedAvroWriterPartitioner`, "
+            "`TimeBasedJsonWriterPartitioner`): each record's output goes to a folder of its time under the "
+            "topic's, `<FP>/<prefix>/<time>/<suffix>`; the time is the Kafka record's timestamp, or what the "
+            "job.lua's `partition` hook returns ([Output files](#output-files))."},
+    {.name = "writer.partition.pattern",
+     .type = KG_PROP_STRING,
+     .part_of = "writer.partitioner.class",
+     .def_doc = "the granularity's",
+     .doc = "Joda-Time pattern of the time folders, as `yyyy/MM/dd/HH`: letters y M d H h k K m s S D E a; text in "
+            "single quotes (`'hour='HH`); other characters as they are."},
+    {.name = "writer.partition.granularity",
+     .type = KG_PROP_ENUM,
+     .part_of = "writer.partitioner.class",
+     .def = "HOUR",
+     .names = granularities,
+     .doc = "Without a pattern: `MINUTE` (`yyyy/MM/dd/HH/mm`), `HOUR` (`yyyy/MM/dd/HH`), `DAY`, `MONTH` or `YEAR`."},
+    {.name = "writer.partition.timezone",
+     .type = KG_PROP_STRING,
+     .part_of = "writer.partitioner.class",
+     .def = "America/Los_Angeles",
+     .doc = "Time zone of the folders: an IANA name (Gobblin's default is America/Los_Angeles), `UTC`, or an offset "
+            "such as `+05:30`."},
+    {.name = "writer.partition.prefix",
+     .type = KG_PROP_STRING,
+     .part_of = "writer.partitioner.class",
+     .def = "",
+     .doc = "A folder (or folders) before the time's."},
+    {.name = "writer.partition.suffix",
+     .type = KG_PROP_STRING,
+     .part_of = "writer.partitioner.class",
+     .def = "",
+     .doc = "A folder (or folders) after the time's."},
     {.name = "extract.namespace",
      .type = KG_PROP_STRING,
      .def = "",
@@ -306,17 +368,18 @@ static const kg_property_t properties[] = {
      .def_doc = "deflate for avro, null otherwise",
      .computed = default_codec,
      .set = set_codec,
-     .doc = "Compression of Avro blocks: `null`, `deflate` or `snappy` (the codecs of the Avro spec; Gobblin's "
-            "`bzip2` and `xz` are refused). Text output is written uncompressed: another codec with a text format is "
-            "an error."},
+     .doc = "Compression: of Avro blocks, `null`, `deflate` or `snappy` (the codecs of the Avro spec; Gobblin's "
+            "`bzip2` and `xz` are refused); of text output (`txt`, `json`, `csv`), `null`, `gzip` or `zstd`, the "
+            "whole file, whose name then ends in `.gz` or `.zst`."},
     {.name = "writer.deflate.level",
      .type = KG_PROP_INT,
-     .def = "9",
+     .def_doc = "9 for deflate, 6 for gzip",
+     .computed = default_deflate_level,
      .min = 0,
      .max = 9,
      KG_FIELD(deflate_level),
-     .doc = "Level of the `deflate` codec; 9 is Gobblin's default, and 6 makes files of about the same size about 4.5 "
-            "times faster."},
+     .doc = "Level of the `deflate` and `gzip` codecs; 9 is Gobblin's default for Avro, and 6 makes files of about "
+            "the same size about 4.5 times faster."},
     {.name = "writer.avro.schema",
      .alias = "schema",
      .type = KG_PROP_STRING,
@@ -614,14 +677,29 @@ static bool is_avro(const kg_config_t *c) { return c->output_format && !strcmp(c
 /* Gobblin's default codec, deflate, for Avro; text output is uncompressed. */
 static char *default_codec(const kg_config_t *c) { return kg_xstrdup(is_avro(c) ? "deflate" : "null"); }
 
+/* The codecs of Avro blocks and of text files differ; the file extension follows the text codec. */
 static int set_codec(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf) {
   c->codec = (kg_codec_t)v->e;
-  if (key && !is_avro(c) && c->codec != KG_CODEC_NULL)
+  bool avro_codec = c->codec == KG_CODEC_NULL || c->codec == KG_CODEC_DEFLATE || c->codec == KG_CODEC_SNAPPY;
+  bool text_codec = c->codec == KG_CODEC_NULL || c->codec == KG_CODEC_GZIP || c->codec == KG_CODEC_ZSTD;
+  if (key && is_avro(c) && !avro_codec)
     return kg_fail(errbuf, KG_EINVAL,
-                   "%s: %s=%s: writer.output.format=%s is written uncompressed (compressed text output is not "
-                   "implemented); remove it, or set it to null",
-                   origin_of(c->props, key), key, p->names[v->e], c->output_format);
+                   "%s: %s=%s: Avro files compress their blocks with null, deflate or snappy (the codecs of the Avro "
+                   "spec); %s compresses text output",
+                   origin_of(c->props, key), key, p->names[v->e], p->names[v->e]);
+  if (key && !is_avro(c) && !text_codec)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: %s=%s: writer.output.format=%s is compressed with gzip or zstd (or null for none); %s is a "
+                   "codec of Avro blocks",
+                   origin_of(c->props, key), key, p->names[v->e], c->output_format, p->names[v->e]);
+  c->file_ext = kg_xasprintf("%s%s", c->output_format,
+                             c->codec == KG_CODEC_GZIP ? ".gz" : c->codec == KG_CODEC_ZSTD ? ".zst" : "");
   return KG_OK;
+}
+
+/* Gobblin's level for Avro's deflate, gzip's own default for gzip. */
+static char *default_deflate_level(const kg_config_t *c) {
+  return kg_xstrdup(c->codec == KG_CODEC_GZIP ? "6" : "9");
 }
 
 static char *no_schema(const kg_config_t *c) {
@@ -789,6 +867,63 @@ static int set_source(kg_config_t *c, const kg_property_t *p, const char *key, k
   return KG_OK;
 }
 
+/* The value of part-of row NAME of the partitioner: the job's, or the row's default. */
+static const char *partition_value(const kg_config_t *c, const char *name) {
+  const char *v = kg_props_get(c->props, name);
+  return v ? v : kg_config_property(name)->def;
+}
+
+/* writer.partitioner.class and its writer.partition.* rows: a partitioner made once, here (it reads the time zone
+ * through the C library's TZ, before any thread starts). Its rows without the class are refused: they would
+ * change nothing. */
+static int set_partitioner(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                           char *errbuf) {
+  static const char *const rows[] = {"writer.partition.pattern", "writer.partition.granularity",
+                                     "writer.partition.timezone", "writer.partition.prefix", "writer.partition.suffix"};
+  char tmp[256];
+  const char *cls = simple_name(trimmed(v->s, tmp, sizeof tmp));
+  bool none = !*cls;
+  free(v->s);
+  if (none) {
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+      if (kg_props_get(c->props, rows[i]))
+        return kg_fail(errbuf, KG_EINVAL,
+                       "%s: %s is read by writer.partitioner.class=TimeBasedWriterPartitioner, which the job does not "
+                       "set",
+                       origin_of(c->props, rows[i]), rows[i]);
+    return KG_OK;
+  }
+  bool known = false;
+  for (int i = 0; partitioners[i]; i++)
+    known = known || !strcmp(cls, partitioners[i]);
+  if (!known)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: unknown class '%s' for property %s: kingest provides TimeBasedWriterPartitioner (also named "
+                   "TimeBasedAvroWriterPartitioner and TimeBasedJsonWriterPartitioner)",
+                   origin_of(c->props, key), kg_props_get(c->props, key), key);
+  const kg_property_t *grow = kg_config_property("writer.partition.granularity");
+  kg_property_value_t g;
+  const char *gkey = kg_props_get(c->props, grow->name) ? grow->name : NULL;
+  int rc = kg_property_parse(grow, grow->name, origin_of(c->props, gkey ? gkey : key), partition_value(c, grow->name),
+                             NULL, &g, errbuf);
+  if (rc) return rc;
+  const char *pattern = kg_props_get(c->props, "writer.partition.pattern");
+  const char *where = origin_of(c->props, pattern ? "writer.partition.pattern" : key);
+  if (pattern && !*pattern)
+    return kg_fail(errbuf, KG_EINVAL, "%s: writer.partition.pattern is empty", where);
+  char perr[KG_ERRLEN];
+  rc = kg_partitioner_new(pattern ? pattern : kg_granularity_pattern((kg_granularity_t)g.e),
+                          partition_value(c, "writer.partition.timezone"), partition_value(c, "writer.partition.prefix"),
+                          partition_value(c, "writer.partition.suffix"), &c->partitioner, perr);
+  if (rc) {
+    const char *row = strstr(perr, "time zone") ? "writer.partition.timezone"
+                      : strstr(perr, "prefix")  ? "writer.partition.prefix"
+                                                : "writer.partition.pattern";
+    return kg_fail(errbuf, rc, "%s: %s: %s", origin_of(c->props, kg_props_get(c->props, row) ? row : key), row, perr);
+  }
+  return KG_OK;
+}
+
 /* Gobblin properties kingest does not read. The first row that matches a key decides: a row with a VALUE
  * matches that value only (compared case-insensitively), a row without matches any. A row without INSTEAD is
  * harmless to ignore: it changes nothing in a standalone run's output or its meaning. A row with INSTEAD would
@@ -816,9 +951,6 @@ static const struct {
     {"job.schedule", NULL, "kingest runs the job once per `kingest run`; schedule that with cron or a systemd timer"},
     {"job.runonce", NULL, "kingest runs the job once per `kingest run`; schedule that with cron or a systemd timer"},
     {"job.disabled", NULL, "kingest runs the job whenever `kingest run` starts it"},
-    {"writer.partitioner.class", NULL,
-     "records are not partitioned: a task writes one file per topic, in writer.file.path.type's folder"},
-    {"writer.file.max.size", NULL, "a task writes one file per topic, whatever its size"},
     {"writer.staging.dir", NULL, "staging files go under task.data.root.dir"},
     {"writer.output.dir", NULL, "task output goes under task.data.root.dir"},
     {"converter.classes", NULL,
@@ -1188,6 +1320,7 @@ void kg_config_destroy(kg_config_t *c) {
                       &c->lock_dir,
                       &c->extract_namespace,
                       &c->output_format,
+                      &c->file_ext,
                       &c->delimiter,
                       &c->metrics_dir,
                       &c->metrics_suffix,
@@ -1196,6 +1329,7 @@ void kg_config_destroy(kg_config_t *c) {
                       &c->registry_subject_suffix};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
     free(*strings[i]);
+  kg_partitioner_free(c->partitioner);
   free(c);
 }
 

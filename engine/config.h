@@ -43,7 +43,8 @@ typedef struct {
   char *lock_dir;          /* job.lock.dir */
   char *extract_namespace; /* extract.namespace */
   kg_path_type_t path_type;
-  char *output_format; /* writer.output.format, lower case; the file extension */
+  char *output_format; /* writer.output.format, lower case */
+  char *file_ext;      /* the output files' extension: the format, and .gz or .zst for a compressed text file */
   char *delimiter;     /* simple.writer.delimiter bytes (may be empty) */
   size_t delimiter_len;
   bool prepend_size;                /* simple.writer.prepend.size */
@@ -83,6 +84,9 @@ typedef struct {
   char *registry_subject_suffix;     /* kafka.schema_registry.confluent.schema_name_suffix */
   int64_t registry_cache_size;       /* kafka.schema.registry.max.cache.size: entries */
   int64_t registry_cache_expire_min; /* kafka.schema.registry.cache.expire.after.write.min: minutes, 0: none kept */
+  int64_t roll_bytes;                /* writer.file.max.size: bytes after which a file rolls, 0 for no limit */
+  int64_t roll_records;              /* writer.file.max.records: records after which a file rolls, 0 for none */
+  struct kg_partitioner *partitioner; /* writer.partitioner.class: time folders (partition.h), NULL for none */
   kg_deserializer_t deserializer;    /* kafka.deserializer.type */
   kg_framing_t avro_framing;         /* from kafka.deserializer.type and source.class: what payloads hold */
 } kg_config_t;

@@ -14,7 +14,7 @@
 int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len) {
   kg_sink_t *sink = batch->sink;
   int32_t i = batch->next - 1;
-  return sink->emit(sink->ctx, i >= 0 && i < batch->count ? &batch->records[i] : NULL, data, len);
+  return sink->emit(sink->ctx, i >= 0 && i < batch->count ? &batch->records[i] : NULL, batch->time, data, len);
 }
 
 /* Emits RECORD's payload from the fetch buffer, without a copy; a null payload as empty bytes. An Avro record's
@@ -25,8 +25,8 @@ int kg_ffi_batch_emit_value(kg_batch_t *batch, const kg_record_t *record) {
     kg_sink_t *sink = batch->sink;
     if (!sink->emit_datum) return kg_ffi_batch_emit(batch, record->datum_ptr, record->datum_len);
     int32_t i = batch->next - 1;
-    return sink->emit_datum(sink->ctx, i >= 0 && i < batch->count ? &batch->records[i] : NULL, record->datum_ptr,
-                            record->datum_len);
+    return sink->emit_datum(sink->ctx, i >= 0 && i < batch->count ? &batch->records[i] : NULL, batch->time,
+                            record->datum_ptr, record->datum_len);
   }
   if (!record->value_ptr) return kg_ffi_batch_emit(batch, "", 0);
   return kg_ffi_batch_emit(batch, record->value_ptr, record->value_len);

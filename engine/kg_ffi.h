@@ -31,6 +31,8 @@ typedef struct kg_batch {
   int32_t next; /* index of the next record to process; the script advances it */
   void *sink;   /* the engine's output for this batch */
   int32_t output_schema; /* the index of the output's Avro schema; -1 when the output is not Avro */
+  double time;           /* what the next output is filed under (writer.partitioner.class): ms since the epoch,
+                            or -1 for the record's timestamp; the script sets it */
 } kg_batch_t;
 
 int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len);
@@ -43,9 +45,10 @@ int64_t kg_ffi_clock_mono_ms(void);
 /* FFI-END */
 /* clang-format on */
 
-/* What the engine behind batch->sink does with emitted bytes: RECORD is the record being processed. EMIT_DATUM
- * (NULL: EMIT) takes an Avro record's datum when its schema is the output's: bytes the engine has checked. */
-typedef int (*kg_emit_fn)(void *ctx, const kg_record_t *record, const char *data, size_t len);
+/* What the engine behind batch->sink does with emitted bytes: RECORD is the record being processed, TIME what the
+ * output is filed under (batch->time). EMIT_DATUM (NULL: EMIT) takes an Avro record's datum when its schema is
+ * the output's: bytes the engine has checked. */
+typedef int (*kg_emit_fn)(void *ctx, const kg_record_t *record, double time, const char *data, size_t len);
 typedef struct {
   kg_emit_fn emit;
   void *ctx;

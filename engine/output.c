@@ -6,32 +6,52 @@
 #include <string.h>
 
 #include "fs.h"
+#include "partition.h"
 #include "writer.h"
 
-/* The writer of one file path, opened on the first record that goes there. */
+/* The files of one output folder: the writer of the file being written, opened on the first record that goes
+ * there, and the files already closed by rolling (writer.file.max.size, writer.file.max.records), which wait in
+ * task staging for the task's end. */
 typedef struct {
-  char *file_path; /* FP, or FP/_errors for quarantined records; owned */
-  const char *ext; /* file extension */
-  bool quarantine; /* JSON lines of failed records, not the job's output format */
-  char *staging;   /* the file in task staging; owned */
-  const char *schema; /* Avro: the file's schema (borrowed), SCHEMA_LEN bytes; NULL: writer.avro.schema */
-  size_t schema_len;
+  char *file_path;    /* the folder under staging, task output and the final dir: FP, FP/<time folder>, or
+                         FP/_errors for quarantined records; owned */
+  const char *ext;    /* file extension */
+  bool quarantine;    /* JSON lines of failed records, not the job's output format */
+  bool rolls;         /* rolling is on: file names carry their number */
+  int number;         /* the number of the file being written (rolling) */
+  char *name;         /* its name, part.<taskId>[.<number>].<ext>; owned */
+  char *staging;      /* its path in task staging; owned */
   kg_writer_t *writer;
+  char **closed;      /* names of the files closed by rolling, in staging; owned */
+  size_t nclosed;
+  int64_t closed_records, closed_bytes; /* what they hold */
+  const char *schema; /* Avro: the files' schema (borrowed), SCHEMA_LEN bytes; NULL: writer.avro.schema */
+  size_t schema_len;
 } kg_output_t;
+
+/* Where an output stood before the record being processed wrote to it: what taking the record back returns to. */
+typedef struct {
+  size_t output;
+  int64_t records, bytes; /* 0, 0 when the record opened the file */
+} mark_t;
 
 struct kg_outputs {
   const kg_task_spec_t *spec;
   kg_output_t *outputs;
   size_t noutputs;
-  size_t current; /* index of the output of the partition being pulled */
-  int write_rc;   /* the first write error, and its message */
+  char *topic_fp;     /* the FP of the topic being pulled; owned */
+  size_t current;     /* index of that topic's output (without partitions) */
+  const char *schema; /* and its Avro schema (see kg_outputs_select) */
+  size_t schema_len;
+  size_t last_partition; /* the output the last partitioned record went to, and its folder */
+  char last_folder[512];
+  int write_rc; /* the first write error, and its message */
   char write_error[KG_ERRLEN];
-  /* A record's outputs are all or nothing: where things stood before the record being processed wrote its
-   * first output, so that a failure later in its converters can take back what it wrote. */
+  /* A record's outputs are all or nothing: the outputs the record being processed has written to, with where
+   * each stood before, so that a failure later in its converters can take back what it wrote. */
   const kg_record_t *emitting; /* that record, NULL when no output was written since the batch began */
-  size_t mark_output;          /* the output it writes to */
-  int64_t mark_records;        /* that output's records and bytes before the record (0 when not open) */
-  int64_t mark_bytes;
+  mark_t *marks;
+  size_t nmarks, marks_cap;
 };
 
 char *kg_task_file_path(const kg_config_t *c, const char *topic, const char *extract_id) {
@@ -54,65 +74,145 @@ kg_outputs_t *kg_outputs_new(const kg_task_spec_t *spec) {
   return o;
 }
 
+/* The path of file NAME of output O in the task's AREA (task-staging, task-output). */
+static char *area_path(const kg_outputs_t *run, const char *area, const kg_output_t *o, const char *name) {
+  return kg_xasprintf("%s/%s/%s/%s", run->spec->job_dir, area, o->file_path, name);
+}
+
+/* Removes the files output O closed by rolling (a failed task's). */
+static void remove_closed(kg_outputs_t *run, kg_output_t *o) {
+  for (size_t i = 0; i < o->nclosed; i++) {
+    char *path = area_path(run, "task-staging", o, o->closed[i]);
+    kg_fs_remove_tree(run->spec->fs, path, NULL);
+    free(path);
+    free(o->closed[i]);
+  }
+  free(o->closed);
+  o->closed = NULL;
+  o->nclosed = 0;
+}
+
 void kg_outputs_destroy(kg_outputs_t *run) {
   if (!run) return;
   for (size_t i = 0; i < run->noutputs; i++) {
-    if (run->outputs[i].writer) kg_writer_abort(run->outputs[i].writer);
-    free(run->outputs[i].file_path);
-    free(run->outputs[i].staging);
+    kg_output_t *o = &run->outputs[i];
+    if (o->writer) kg_writer_abort(o->writer);
+    remove_closed(run, o);
+    free(o->file_path);
+    free(o->name);
+    free(o->staging);
   }
   free(run->outputs);
+  free(run->topic_fp);
+  free(run->marks);
   free(run);
 }
 
-/* The output for FP (taken over) with extension EXT; returns its index in run->outputs. */
+/* Names output O's next file. */
+static void name_file(kg_outputs_t *run, kg_output_t *o) {
+  free(o->name);
+  free(o->staging);
+  o->name = o->rolls ? kg_xasprintf("part.%s.%d.%s", run->spec->task_id, o->number, o->ext)
+                     : kg_xasprintf("part.%s.%s", run->spec->task_id, o->ext);
+  o->staging = area_path(run, "task-staging", o, o->name);
+}
+
+/* The output for folder FP (taken over) with extension EXT; returns its index in run->outputs. */
 static size_t output_for(kg_outputs_t *run, char *fp, const char *ext, bool quarantine) {
   for (size_t i = 0; i < run->noutputs; i++)
     if (!strcmp(run->outputs[i].file_path, fp)) {
       free(fp);
       return i;
     }
+  const kg_config_t *c = run->spec->config;
   run->outputs = kg_xrealloc(run->outputs, (run->noutputs + 1) * sizeof(kg_output_t));
   kg_output_t *o = &run->outputs[run->noutputs];
+  memset(o, 0, sizeof *o);
   o->file_path = fp;
   o->ext = ext;
   o->quarantine = quarantine;
-  o->staging = kg_xasprintf("%s/task-staging/%s/part.%s.%s", run->spec->job_dir, fp, run->spec->task_id, ext);
-  o->writer = NULL;
-  o->schema = NULL;
-  o->schema_len = 0;
+  o->rolls = !quarantine && (c->roll_bytes > 0 || c->roll_records > 0);
+  o->schema = run->schema;
+  o->schema_len = run->schema_len;
+  name_file(run, o);
   return run->noutputs++;
 }
 
 void kg_outputs_select(kg_outputs_t *run, const char *topic, const char *schema, size_t schema_len) {
   const kg_config_t *c = run->spec->config;
-  run->current = output_for(run, kg_task_file_path(c, topic, run->spec->extract_id), c->output_format, false);
-  kg_output_t *o = &run->outputs[run->current];
-  if (!o->writer) {
-    o->schema = schema;
-    o->schema_len = schema_len;
+  free(run->topic_fp);
+  run->topic_fp = kg_task_file_path(c, topic, run->spec->extract_id);
+  run->schema = schema;
+  run->schema_len = schema_len;
+  run->last_folder[0] = 0;
+  if (!c->partitioner) {
+    run->current = output_for(run, kg_xstrdup(run->topic_fp), c->file_ext, false);
+    kg_output_t *o = &run->outputs[run->current];
+    if (!o->writer && !o->nclosed) {
+      o->schema = schema;
+      o->schema_len = schema_len;
+    }
   }
+}
+
+/* The output a record's output filed under TIME (ms since the epoch; negative: RECORD's timestamp, or now when
+ * it has none) goes to: the topic's, or with a partitioner the one of the time's folder. */
+static size_t output_of(kg_outputs_t *run, const kg_record_t *record, double time) {
+  const kg_config_t *c = run->spec->config;
+  if (!c->partitioner) return run->current;
+  int64_t ms = time >= 0 ? (int64_t)time : record && record->timestamp >= 0 ? (int64_t)record->timestamp : kg_now_ms();
+  char folder[sizeof run->last_folder];
+  kg_partitioner_path(c->partitioner, ms, folder, sizeof folder);
+  if (run->last_folder[0] && !strcmp(folder, run->last_folder)) return run->last_partition;
+  snprintf(run->last_folder, sizeof run->last_folder, "%s", folder);
+  run->last_partition = output_for(run, kg_xasprintf("%s/%s", run->topic_fp, folder), c->file_ext, false);
+  return run->last_partition;
+}
+
+/* Opens output O's file when it has none. */
+static int open_file(kg_outputs_t *run, kg_output_t *o) {
+  if (o->writer) return KG_OK;
+  const kg_config_t *c = run->spec->config;
+  kg_writer_options_t jsonl = {.delimiter = "\n", .delimiter_len = 1};
+  kg_writer_options_t options = {.delimiter = c->delimiter,
+                                 .delimiter_len = c->delimiter_len,
+                                 .prepend_size = c->prepend_size,
+                                 .schema = o->schema ? o->schema : c->avro_schema,
+                                 .schema_len = o->schema ? o->schema_len : c->avro_schema_len,
+                                 .codec = c->codec,
+                                 .deflate_level = c->deflate_level};
+  return o->quarantine
+             ? kg_writer_open(run->spec->fs, &kg_writer_simple, o->staging, &jsonl, &o->writer, run->write_error)
+             : kg_writer_open(run->spec->fs, run->spec->writer, o->staging, &options, &o->writer, run->write_error);
+}
+
+/* Closes output O's file when it holds what the roll properties allow, so that the next record starts the next
+ * file; the closed file waits in staging for the task's end. Called between records only. */
+static int roll(kg_outputs_t *run, kg_output_t *o) {
+  const kg_config_t *c = run->spec->config;
+  if (!o->rolls || !o->writer) return KG_OK;
+  if (!((c->roll_records > 0 && kg_writer_records(o->writer) >= c->roll_records) ||
+        (c->roll_bytes > 0 && kg_writer_bytes(o->writer) >= c->roll_bytes)))
+    return KG_OK;
+  int64_t records = 0, bytes = 0;
+  int rc = kg_writer_close(o->writer, &records, &bytes, run->write_error);
+  o->writer = NULL;
+  if (rc) return rc;
+  o->closed = kg_xrealloc(o->closed, (o->nclosed + 1) * sizeof *o->closed);
+  o->closed[o->nclosed++] = kg_xstrdup(o->name);
+  o->closed_records += records;
+  o->closed_bytes += bytes;
+  o->number++;
+  name_file(run, o);
+  return KG_OK;
 }
 
 /* Appends one record to output IDX, opening its file on first use; CHECKED: a datum known to be of the file's
  * schema. */
 static int output_write(kg_outputs_t *run, size_t idx, const char *data, size_t len, bool checked) {
   kg_output_t *o = &run->outputs[idx];
-  const kg_config_t *c = run->spec->config;
-  if (!o->writer) {
-    kg_writer_options_t jsonl = {.delimiter = "\n", .delimiter_len = 1};
-    kg_writer_options_t options = {.delimiter = c->delimiter,
-                                   .delimiter_len = c->delimiter_len,
-                                   .prepend_size = c->prepend_size,
-                                   .schema = o->schema ? o->schema : c->avro_schema,
-                                   .schema_len = o->schema ? o->schema_len : c->avro_schema_len,
-                                   .codec = c->codec,
-                                   .deflate_level = c->deflate_level};
-    int rc = o->quarantine
-                 ? kg_writer_open(run->spec->fs, &kg_writer_simple, o->staging, &jsonl, &o->writer, run->write_error)
-                 : kg_writer_open(run->spec->fs, run->spec->writer, o->staging, &options, &o->writer, run->write_error);
-    if (rc) return rc;
-  }
+  int rc = open_file(run, o);
+  if (rc) return rc;
   return checked ? kg_writer_write_checked(o->writer, data, len, run->write_error)
                  : kg_writer_write(o->writer, data, len, run->write_error);
 }
@@ -161,43 +261,67 @@ int kg_outputs_quarantine(kg_outputs_t *run, const kg_workunit_t *wu, const kg_r
   return rc ? kg_fail(errbuf, KG_EIO, "%s", run->write_error) : KG_OK;
 }
 
-static int emit(kg_outputs_t *run, const kg_record_t *record, const char *data, size_t len, bool checked) {
-  if (run->write_rc) return run->write_rc;
-  if (record != run->emitting) { /* the record's first output: a mark (a buffering writer may write out here) */
-    kg_output_t *o = &run->outputs[run->current];
+/* Before RECORD's first write to output IDX: rolls the output when it is full, and marks where it stands. */
+static int first_write(kg_outputs_t *run, const kg_record_t *record, size_t idx) {
+  if (record != run->emitting) {
     run->emitting = record;
-    run->mark_output = run->current;
-    run->mark_records = run->mark_bytes = 0;
-    if (o->writer &&
-        (run->write_rc = kg_writer_mark(o->writer, &run->mark_records, &run->mark_bytes, run->write_error)))
-      return run->write_rc;
+    run->nmarks = 0;
   }
-  run->write_rc = output_write(run, run->current, data, len, checked);
+  for (size_t i = 0; i < run->nmarks; i++)
+    if (run->marks[i].output == idx) return KG_OK; /* not the record's first write there */
+  kg_output_t *o = &run->outputs[idx];
+  int rc = roll(run, o);
+  if (rc) return rc;
+  mark_t m = {idx, 0, 0};
+  /* A mark: a buffering writer may write its buffer out here. */
+  if (o->writer && (rc = kg_writer_mark(o->writer, &m.records, &m.bytes, run->write_error))) return rc;
+  if (run->nmarks == run->marks_cap) {
+    run->marks_cap = run->marks_cap ? 2 * run->marks_cap : 4;
+    run->marks = kg_xrealloc(run->marks, run->marks_cap * sizeof *run->marks);
+  }
+  run->marks[run->nmarks++] = m;
+  return KG_OK;
+}
+
+static int emit(kg_outputs_t *run, const kg_record_t *record, double time, const char *data, size_t len,
+                bool checked) {
+  if (run->write_rc) return run->write_rc;
+  size_t idx = output_of(run, record, time);
+  if ((run->write_rc = first_write(run, record, idx))) return run->write_rc;
+  run->write_rc = output_write(run, idx, data, len, checked);
   kg_crash_point("write");
   return run->write_rc;
 }
 
-int kg_outputs_emit(void *ctx, const kg_record_t *record, const char *data, size_t len) {
-  return emit(ctx, record, data, len, false);
+int kg_outputs_emit(void *ctx, const kg_record_t *record, double time, const char *data, size_t len) {
+  return emit(ctx, record, time, data, len, false);
 }
 
-int kg_outputs_emit_datum(void *ctx, const kg_record_t *record, const char *data, size_t len) {
-  return emit(ctx, record, data, len, true);
+int kg_outputs_emit_datum(void *ctx, const kg_record_t *record, double time, const char *data, size_t len) {
+  return emit(ctx, record, time, data, len, true);
 }
 
-void kg_outputs_batch_begin(kg_outputs_t *run) { run->emitting = NULL; }
+void kg_outputs_batch_begin(kg_outputs_t *run) {
+  run->emitting = NULL;
+  run->nmarks = 0;
+}
 
 int kg_outputs_take_back(kg_outputs_t *run, const kg_record_t *record, char *errbuf) {
   if (!record || record != run->emitting) return KG_OK; /* it wrote nothing */
   run->emitting = NULL;
-  kg_output_t *o = &run->outputs[run->mark_output];
-  if (!o->writer) return KG_OK;
-  if (run->mark_records == 0) { /* the record opened the file: remove it, so no empty file is published */
-    kg_writer_abort(o->writer);
-    o->writer = NULL;
-    return KG_OK;
+  int rc = KG_OK;
+  for (size_t i = 0; i < run->nmarks; i++) {
+    kg_output_t *o = &run->outputs[run->marks[i].output];
+    if (!o->writer) continue;
+    if (run->marks[i].records == 0) { /* the record opened the file: remove it, so no empty file is published */
+      kg_writer_abort(o->writer);
+      o->writer = NULL;
+    } else if (!rc) {
+      rc = kg_writer_truncate(o->writer, run->marks[i].records, run->marks[i].bytes, errbuf);
+    }
   }
-  return kg_writer_truncate(o->writer, run->mark_records, run->mark_bytes, errbuf);
+  run->nmarks = 0;
+  return rc;
 }
 
 int kg_outputs_error(const kg_outputs_t *run, char *errbuf) {
@@ -208,34 +332,49 @@ void kg_outputs_written(const kg_outputs_t *run, int64_t *records, int64_t *byte
   *records = *bytes = 0;
   for (size_t i = 0; i < run->noutputs; i++) {
     const kg_output_t *o = &run->outputs[i];
-    if (!o->writer || o->quarantine) continue;
+    if (o->quarantine) continue;
+    *records += o->closed_records;
+    *bytes += o->closed_bytes;
+    if (!o->writer) continue;
     *records += kg_writer_records(o->writer);
     *bytes += kg_writer_bytes(o->writer);
   }
 }
 
-int kg_outputs_finish(kg_outputs_t *run, bool ok, kg_task_result_t *result, char *err) {
+/* Moves file NAME of output O from staging to task output and adds it to RESULT's files. */
+static int hand_over(kg_outputs_t *run, kg_output_t *o, const char *name, kg_task_result_t *result, char *err) {
   const kg_task_spec_t *t = run->spec;
+  char *staging = area_path(run, "task-staging", o, name);
+  char *output = area_path(run, "task-output", o, name);
+  int rc = kg_fs_move(t->fs, staging, output, err);
+  free(staging);
+  kg_crash_point("task-output");
+  result->files = kg_xrealloc(result->files, (result->nfiles + 1) * sizeof(kg_task_file_t));
+  kg_task_file_t *f = &result->files[result->nfiles++];
+  f->file_path = kg_xstrdup(o->file_path);
+  f->output = output;
+  f->final = kg_xasprintf("%s/%s/%s", t->config->final_dir, o->file_path, name);
+  return rc;
+}
+
+int kg_outputs_finish(kg_outputs_t *run, bool ok, kg_task_result_t *result, char *err) {
   int rc = ok ? KG_OK : KG_EINVAL;
   for (size_t i = 0; i < run->noutputs; i++) {
     kg_output_t *o = &run->outputs[i];
-    if (!o->writer) continue;
     if (rc) {
-      kg_writer_abort(o->writer);
+      if (o->writer) kg_writer_abort(o->writer);
       o->writer = NULL;
+      remove_closed(run, o);
       continue;
     }
+    for (size_t k = 0; !rc && k < o->nclosed; k++)
+      rc = hand_over(run, o, o->closed[k], result, err);
+    if (!rc) remove_closed(run, o); /* nothing left there: the names only */
+    if (rc || !o->writer) continue;
     rc = kg_writer_close(o->writer, NULL, NULL, err);
     o->writer = NULL;
     if (rc) continue;
-    char *output = kg_xasprintf("%s/task-output/%s/part.%s.%s", t->job_dir, o->file_path, t->task_id, o->ext);
-    rc = kg_fs_move(t->fs, o->staging, output, err);
-    kg_crash_point("task-output");
-    result->files = kg_xrealloc(result->files, (result->nfiles + 1) * sizeof(kg_task_file_t));
-    kg_task_file_t *f = &result->files[result->nfiles++];
-    f->file_path = kg_xstrdup(o->file_path);
-    f->output = output;
-    f->final = kg_xasprintf("%s/%s/part.%s.%s", t->config->final_dir, o->file_path, t->task_id, o->ext);
+    rc = hand_over(run, o, o->name, result, err);
   }
   return ok ? rc : KG_OK;
 }

@@ -1,6 +1,8 @@
-/* output.h: a task's outputs. One writer per output sub-path (FP), opened in task staging on the first record that
- * goes there; the quarantine file of each FP (decode.error.policy=quarantine); the rule that a record's outputs are
- * all or nothing; and, when the task ends, the move of its finished files to task output (or their removal). */
+/* output.h: a task's outputs. One writer per output folder: the sub-path (FP) of the topic, or with a partitioner
+ * (writer.partitioner.class) FP/<the record's time folder>, opened in task staging on the first record that goes
+ * there, and rolled into further files by writer.file.max.size and writer.file.max.records; the quarantine file of
+ * each FP (decode.error.policy=quarantine); the rule that a record's outputs are all or nothing; and, when the task
+ * ends, the move of its finished files to task output (or their removal). */
 #ifndef KG_OUTPUT_H
 #define KG_OUTPUT_H
 
@@ -22,10 +24,10 @@ void kg_outputs_destroy(kg_outputs_t *outputs);
 void kg_outputs_select(kg_outputs_t *outputs, const char *topic, const char *schema, size_t schema_len);
 /* A kg_emit_fn (CTX is the kg_outputs_t): writes one output of RECORD to the selected output. After a write error
  * every further call fails with it (kg_outputs_error says what it was). */
-int kg_outputs_emit(void *ctx, const kg_record_t *record, const char *data, size_t len);
+int kg_outputs_emit(void *ctx, const kg_record_t *record, double time, const char *data, size_t len);
 /* The same for an Avro datum of the output's schema that the engine has checked (kg_avro.h): the writer does not
  * check it again. */
-int kg_outputs_emit_datum(void *ctx, const kg_record_t *record, const char *data, size_t len);
+int kg_outputs_emit_datum(void *ctx, const kg_record_t *record, double time, const char *data, size_t len);
 /* A new batch of record views begins: views are reused, so a record is known by its view within one batch only. */
 void kg_outputs_batch_begin(kg_outputs_t *outputs);
 /* Takes back the outputs RECORD wrote before it failed, so that a record's outputs are all or nothing. */

@@ -240,7 +240,7 @@ static int process_batch(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
   const kg_config_t *c = t->spec.config;
   kg_sink_t sink = {kg_outputs_emit, run->outputs, kg_outputs_emit_datum};
   kg_batch_t batch = {
-      .records = run->records, .count = keep, .next = 0, .sink = &sink, .output_schema = run->output_schema};
+      .records = run->records, .count = keep, .next = 0, .sink = &sink, .output_schema = run->output_schema, .time = -1};
   while (batch.next < batch.count) {
     char lerr[KG_ERRLEN];
     kg_outputs_batch_begin(run->outputs);

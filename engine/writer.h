@@ -25,8 +25,9 @@
 
 typedef struct kg_writer kg_writer_t;
 
-/* writer.codec.type: how an Avro file's blocks are compressed (the names of the Avro spec, in this order). */
-typedef enum { KG_CODEC_NULL = 0, KG_CODEC_DEFLATE, KG_CODEC_SNAPPY } kg_codec_t;
+/* writer.codec.type: how an Avro file's blocks are compressed (null, deflate, snappy: the names of the Avro spec),
+ * or a whole text file (gzip, zstd). */
+typedef enum { KG_CODEC_NULL = 0, KG_CODEC_DEFLATE, KG_CODEC_SNAPPY, KG_CODEC_GZIP, KG_CODEC_ZSTD } kg_codec_t;
 
 /* Datum bytes after which an Avro block is written out at the next mark: Java's DataFileWriter default sync
  * interval (DataFileConstants.DEFAULT_SYNC_INTERVAL), which Gobblin's Avro writer keeps; Gobblin has no
@@ -39,7 +40,9 @@ typedef struct {
   size_t delimiter_len;
   bool prepend_size; /* each record's length as 8 big-endian bytes before it (simple.writer.prepend.size) */
   /* Avro: the schema's JSON text, written to the header byte for byte (SCHEMA_LEN bytes; validated by the
-   * caller), the codec, its deflate level (0-9) and the block bound (datum bytes; 0 for KG_AVRO_BLOCK_BYTES). */
+   * caller), the codec, its deflate level (0-9) and the block bound (datum bytes; 0 for KG_AVRO_BLOCK_BYTES).
+   * The simple writer: the codec of the whole file (null, gzip at DEFLATE_LEVEL, zstd), the records held back
+   * before they are compressed (BLOCK_BYTES, 0 for KG_AVRO_BLOCK_BYTES). */
   const char *schema;
   size_t schema_len;
   kg_codec_t codec;
@@ -84,7 +87,8 @@ struct kg_writer {
  * SimpleDataWriterBuilder) and writer.output.format FORMAT. KG_EINVAL naming both when there is none. */
 int kg_writer_find(const char *builder_class, const char *format, const kg_writer_ops_t **out, char *errbuf);
 /* The simple writer (writer_simple.c): each record's bytes, optionally preceded by its size, then the
- * delimiter. Also the writer of quarantined records, as JSON lines. */
+ * delimiter; the file compressed as a whole by gzip or zstd, or not. Also the writer of quarantined records, as
+ * JSON lines. */
 extern const kg_writer_ops_t kg_writer_simple;
 /* The Avro writer (writer_avro.c): an Avro object container file whose records are Avro binary datums of the
  * file's schema (OPTIONS->schema), written as they are, in blocks compressed by OPTIONS->codec. */

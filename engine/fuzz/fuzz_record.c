@@ -61,7 +61,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-static int emit(void *ctx, const kg_record_t *record, const char *data, size_t len) {
+static int emit(void *ctx, const kg_record_t *record, double time, const char *data, size_t len) {
   char err[KG_ERRLEN];
   return kg_writer_write(ctx, data, len, err);
 }
@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       .delimiter = (flags & 4) ? "" : "\n", .delimiter_len = (flags & 4) ? 0 : 1, .prepend_size = (flags & 8) != 0};
   if (kg_writer_open(kg_fs_local(), &kg_writer_simple, writer_path, &options, &w, err)) abort();
   kg_sink_t sink = {emit, w, NULL};
-  kg_batch_t batch = {.records = records, .count = n, .next = 0, .sink = &sink, .output_schema = -1};
+  kg_batch_t batch = {.records = records, .count = n, .next = 0, .sink = &sink, .output_schema = -1, .time = -1};
   kg_lua_t *lua = (flags & 16) ? scripted : simple;
   while (batch.next < batch.count)
     if (kg_lua_process(lua, &batch, err) == KG_OK) break;

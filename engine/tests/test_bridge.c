@@ -15,7 +15,7 @@ typedef struct {
   int emits;   /* emits asked for, failed ones included */
 } kg_collect_t;
 
-static int collect(void *ctx, const kg_record_t *record, const char *data, size_t len) {
+static int collect(void *ctx, const kg_record_t *record, double time, const char *data, size_t len) {
   kg_collect_t *c = ctx;
   if (c->fail_at > 0 && ++c->emits >= c->fail_at) return KG_EIO;
   kg_buf_append(&c->all, data, len);
@@ -47,7 +47,7 @@ static void set_record(kg_record_t *r, const char *value, size_t len, const char
 /* Runs N records through LUA the way the task does; returns the failing indexes as a string "1,3". */
 static void run(kg_lua_t *lua, kg_record_t *records, int n, kg_collect_t *out, kg_buf_t *failed) {
   kg_sink_t sink = {collect, out, NULL};
-  kg_batch_t batch = {.records = records, .count = n, .next = 0, .sink = &sink, .output_schema = -1};
+  kg_batch_t batch = {.records = records, .count = n, .next = 0, .sink = &sink, .output_schema = -1, .time = -1};
   while (batch.next < batch.count) {
     char err[KG_ERRLEN];
     if (kg_lua_process(lua, &batch, err) == KG_OK) break;
@@ -164,7 +164,7 @@ static void test_failing_emit(void) {
     set_record(&r[4], "after", 5, NULL, 24);
     kg_collect_t out = {.fail_at = cases[k].fail_at};
     kg_sink_t sink = {collect, &out, NULL};
-    kg_batch_t batch = {.records = r, .count = 5, .next = 0, .sink = &sink, .output_schema = -1};
+    kg_batch_t batch = {.records = r, .count = 5, .next = 0, .sink = &sink, .output_schema = -1, .time = -1};
     CHECK_INT(kg_lua_process(lua, &batch, err), KG_ELUA);
     CHECK_INT(batch.next, cases[k].next);
     CHECK_INT(out.count, cases[k].written);

@@ -229,12 +229,12 @@ static void test_unknown_keys(void) {
                     "metrics.reporting.jmx.enabled=false\n"
                     "gobblin.kafka.consumerClient.class=org.apache.gobblin.kafka.client.Kafka09ConsumerClient$Factory\n"
                     "writer.staging.dir=/tmp/staging\n"
-                    "writer.partitioner.class=gobblin.writer.partitioner.TimeBasedAvroWriterPartitioner\n"
+                    "writer.output.dir=/tmp/out\n"
                     "converter.classes=gobblin.converter.avro.JsonIntermediateToAvroConverter\n"
                     "metrics.reporting.kafka.enabled=true\n"
                     "fork.branches=2\n"
                     "qualitychecker.task.policies=gobblin.policies.count.RowCountPolicy\n"
-                    "writer.file.max.size=1048576\n"
+                    "metrics.reporting.graphite.enabled=true\n"
                     "job.schedule=0 0/5 * * * ?\n"
                     "data.publisher.replace.final.dir=true\n"
                     "gobblin.custom.setting=1\n"
@@ -249,9 +249,8 @@ static void test_unknown_keys(void) {
   CHECK(strstr(log, "gobblin.kafka.consumerClient.class") == NULL);
   CHECK_CONTAINS(log, "WARN job.pull:6: writer.staging.dir=/tmp/staging is not implemented: staging files go under "
                       "task.data.root.dir\n");
-  CHECK_CONTAINS(log, "WARN job.pull:7: writer.partitioner.class=gobblin.writer.partitioner."
-                      "TimeBasedAvroWriterPartitioner is not implemented: records are not partitioned: a task writes "
-                      "one file per topic, in writer.file.path.type's folder\n");
+  CHECK_CONTAINS(log, "WARN job.pull:7: writer.output.dir=/tmp/out is not implemented: task output goes under "
+                      "task.data.root.dir\n");
   CHECK_CONTAINS(log, "WARN job.pull:8: converter.classes=gobblin.converter.avro.JsonIntermediateToAvroConverter is "
                       "not implemented: records are written as the source gives them; converters are Lua functions "
                       "(converters in a job.lua)\n");
@@ -261,8 +260,8 @@ static void test_unknown_keys(void) {
                       "writer, one output\n");
   CHECK_CONTAINS(log, "WARN job.pull:11: qualitychecker.task.policies=gobblin.policies.count.RowCountPolicy is not "
                       "implemented: no quality check is made: every task's output is published\n");
-  CHECK_CONTAINS(log, "WARN job.pull:12: writer.file.max.size=1048576 is not implemented: a task writes one file per "
-                      "topic, whatever its size\n");
+  CHECK_CONTAINS(log, "WARN job.pull:12: metrics.reporting.graphite.enabled=true is not implemented: metrics go to "
+                      "the metrics file only (metrics.reporting.file.enabled)\n");
   CHECK_CONTAINS(log, "WARN job.pull:13: job.schedule=0 0/5 * * * ? is not implemented: kingest runs the job once per "
                       "`kingest run`; schedule that with cron or a systemd timer\n");
   CHECK_CONTAINS(log, "WARN job.pull:14: data.publisher.replace.final.dir=true is not implemented: published files "
@@ -282,9 +281,9 @@ static void test_unknown_keys(void) {
   free(strict);
   CHECK(c == NULL);
   CHECK_STR(err, "job.pull:18: job.strict=true refuses 11 properties that kingest does not know or implement (each is "
-                 "logged above): job.pull:6: writer.staging.dir, job.pull:7: writer.partitioner.class, job.pull:8: "
+                 "logged above): job.pull:6: writer.staging.dir, job.pull:7: writer.output.dir, job.pull:8: "
                  "converter.classes, job.pull:9: metrics.reporting.kafka.enabled, job.pull:10: fork.branches, job.pull:11: "
-                 "qualitychecker.task.policies, job.pull:12: writer.file.max.size, job.pull:13: job.schedule, "
+                 "qualitychecker.task.policies, job.pull:12: metrics.reporting.graphite.enabled, job.pull:13: job.schedule, "
                  "job.pull:14: data.publisher.replace.final.dir, job.pull:15: gobblin.custom.setting, job.pull:16: "
                  "writer.staging.dirr");
   CHECK_CONTAINS(log, "ERROR job.pull:6: writer.staging.dir=/tmp/staging is not implemented: staging files go under "
@@ -541,15 +540,39 @@ static void test_avro_config(void) {
                         &c, err),
             KG_EINVAL);
   CHECK_STR(err, "job.pull:4: invalid value 'bzip2' for property writer.codec.type: allowed values are null, deflate, "
-                 "snappy");
+                 "snappy, gzip, zstd");
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema=\"bytes\"\n"
                         "writer.deflate.level=10\n",
                         &c, err),
             KG_EINVAL);
   CHECK_CONTAINS(err, "writer.deflate.level: expected a whole number from 0 to 9");
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=deflate\n", &c, err), KG_EINVAL);
-  CHECK_STR(err, "job.pull:2: writer.codec.type=deflate: writer.output.format=txt is written uncompressed (compressed "
-                 "text output is not implemented); remove it, or set it to null");
+  CHECK_STR(err, "job.pull:2: writer.codec.type=deflate: writer.output.format=txt is compressed with gzip or zstd (or "
+                 "null for none); deflate is a codec of Avro blocks");
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema=\"bytes\"\n"
+                        "writer.codec.type=gzip\n",
+                        &c, err),
+            KG_EINVAL);
+  CHECK_STR(err, "job.pull:4: writer.codec.type=gzip: Avro files compress their blocks with null, deflate or snappy (the "
+                 "codecs of the Avro spec); gzip compresses text output");
+  /* Text codecs: the extension follows; gzip's level defaults to 6, Avro deflate's to 9. */
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=json\nwriter.codec.type=gzip\n", &c, err), KG_OK);
+  if (c) {
+    CHECK_STR(c->file_ext, "json.gz");
+    CHECK_INT(c->deflate_level, 6);
+  }
+  kg_config_destroy(c);
+  c = NULL;
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=ZSTD\n", &c, err), KG_OK);
+  if (c) CHECK_STR(c->file_ext, "txt.zst");
+  kg_config_destroy(c);
+  c = NULL;
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=gzip\nwriter.deflate.level=1\n", &c, err), KG_OK);
+  if (c) CHECK_INT(c->deflate_level, 1);
+  kg_config_destroy(c);
+  c = NULL;
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=lz4\n", &c, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "invalid value 'lz4' for property writer.codec.type");
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=json\nwriter.avro.schema=\"bytes\"\n", &c, err),
             KG_EINVAL);
   CHECK_STR(err, "job.pull:3: writer.avro.schema is read by the Avro writer only, and writer.output.format is json");

@@ -25,6 +25,8 @@ typedef struct kg_batch {
   int32_t next; /* index of the next record to process; the script advances it */
   void *sink;   /* the engine's output for this batch */
   int32_t output_schema; /* the index of the output's Avro schema; -1 when the output is not Avro */
+  double time;           /* what the next output is filed under (writer.partitioner.class): ms since the epoch,
+                            or -1 for the record's timestamp; the script sets it */
 } kg_batch_t;
 
 int kg_ffi_batch_emit(kg_batch_t *batch, const char *data, size_t len);

@@ -16,7 +16,7 @@ local M = {}
 
 -- The keys of a job table that the runtime reads: the job's code. Every other key is a property, which the
 -- engine flattens into dotted names (M.properties); this is the one list of them.
-M.HOOKS = { "decodeRecord", "converters", "estimateSize", "source" }
+M.HOOKS = { "decodeRecord", "converters", "estimateSize", "source", "partition" }
 local is_hook = {}
 for _, name in ipairs(M.HOOKS) do is_hook[name] = true end
 
@@ -56,7 +56,7 @@ local function nearest(name, candidates)
   return best
 end
 
-local HOOK_LIST = "decodeRecord, converters, estimateSize and source"
+local HOOK_LIST = "decodeRecord, converters, estimateSize, source and partition"
 
 -- Refuses functions the runtime would never call: any function-valued key of table T other than the hooks
 -- (at any depth), and any list of functions. NAME is T's dotted name (nil for the job table).
@@ -100,6 +100,19 @@ function M.load_job(path)
   end
   if job.estimateSize ~= nil and type(job.estimateSize) ~= "function" then
     error(path .. ": estimateSize must be a function, got " .. type(job.estimateSize), 0)
+  end
+  if job.partition ~= nil then
+    if type(job.partition) ~= "function" then
+      error(path .. ": partition must be a function, got " .. type(job.partition), 0)
+    end
+    local cls = job["writer.partitioner.class"]
+    if cls == nil and type(job.writer) == "table" and type(job.writer.partitioner) == "table" then
+      cls = job.writer.partitioner.class
+    end
+    if cls == nil or cls == "" then
+      error(path .. ": partition gives each record's time folder, but the job sets no writer.partitioner.class " ..
+        "(TimeBasedWriterPartitioner)", 0)
+    end
   end
   return job
 end
@@ -284,9 +297,21 @@ function M.job_processor(job)
     return emit(batch, s, #s)
   end
 
+  -- partition: the time (ms since the epoch) a record's output is filed under; the record's timestamp without it.
+  local partition = job.partition
+  local function file_time(batch, out)
+    local ms = partition(out, ctx)
+    if type(ms) ~= "number" or ms ~= ms or ms < 0 or ms >= 2 ^ 53 then
+      error("partition returned " .. (type(ms) == "number" and tostring(ms) or type(ms)) ..
+        "; it must return the record's time in milliseconds since the epoch (a number >= 0)", 0)
+    end
+    batch.time = ms
+  end
+
   local function write(batch, out)
     local t = type(out)
     local rc
+    if partition then file_time(batch, out) end
     if t == "string" then
       rc = emit(batch, out, #out)
     elseif t == "cdata" and out.datum_ptr ~= nil then

@@ -183,9 +183,9 @@ describe("a run with bad input", function()
         local c = ran_once("hook_" .. case[1], "lua")
         H.spit(c.file, lua_text(c, { raw = case[2], decode = false }))
         local last = fails_cleanly(c, c.file, { c.file .. ": " .. case[3],
-          "but kingest calls only the job table's decodeRecord, converters, estimateSize and source", case[4] })
+          "but kingest calls only the job table's decodeRecord, converters, estimateSize, source and partition", case[4] })
         assert.are.equal("kingest: " .. c.file .. ": " .. case[3] .. ", but kingest calls only the job table's " ..
-          "decodeRecord, converters, estimateSize and source; " .. case[4], last)
+          "decodeRecord, converters, estimateSize, source and partition; " .. case[4], last)
         picks_up_exactly_the_new_records(c)
       end)
     end

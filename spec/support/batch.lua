@@ -8,7 +8,7 @@ local gffi = require("gobblin.ffi")
 -- symbols ffi.C finds through the global load.
 local lib = ffi.load(assert(os.getenv("KINGEST_FFI_LIB"), "KINGEST_FFI_LIB is not set"), true)
 pcall(ffi.cdef, [[
-typedef int (*kg_emit_fn)(void *ctx, const kg_record_t *record, const char *data, size_t len);
+typedef int (*kg_emit_fn)(void *ctx, const kg_record_t *record, double time, const char *data, size_t len);
 typedef struct { kg_emit_fn emit; void *ctx; kg_emit_fn emit_datum; } kg_sink_t;
 ]])
 
@@ -54,7 +54,7 @@ function B.run(processor, specs, opts)
   end
   local written = {}
   local writes, refused = 0, false
-  local cb = ffi.cast("kg_emit_fn", function(_, _, data, len)
+  local cb = ffi.cast("kg_emit_fn", function(_, _, _, data, len)
     writes = writes + 1
     if opts.fail_at and writes >= opts.fail_at then
       refused = true
@@ -64,7 +64,7 @@ function B.run(processor, specs, opts)
     return 0
   end)
   local sink = ffi.new("kg_sink_t", { cb, nil })
-  local batch = ffi.new("kg_batch_t", { records, n, 0, sink, -1 })
+  local batch = ffi.new("kg_batch_t", { records, n, 0, sink, -1, -1 })
   local errors = {}
   while batch.next < batch.count do
     local ok, err = pcall(processor.process, batch)

@@ -155,7 +155,7 @@ describe("gobblin.runtime", function()
       return (err:gsub("^" .. path:gsub("%p", "%%%0"), "JOB")), path
     end
 
-    local CALLS = "but kingest calls only the job table's decodeRecord, converters, estimateSize and source"
+    local CALLS = "but kingest calls only the job table's decodeRecord, converters, estimateSize, source and partition"
 
     it("refuses a misspelt hook, at once, with the one it meant", function()
       assert.are.equal("JOB: decoderecord is a function, " .. CALLS .. "; did you mean decodeRecord?",
@@ -167,7 +167,7 @@ describe("gobblin.runtime", function()
       assert.are.equal("JOB: estimate_size is a function, " .. CALLS .. "; did you mean estimateSize?",
         load_error([[return { estimate_size = function() return 1 end }]]))
       assert.are.equal("JOB: sourse is not a property kingest reads, nor one of the decodeRecord, converters, " ..
-        "estimateSize and source it calls; did you mean source?",
+        "estimateSize, source and partition it calls; did you mean source?",
         load_error([[return { sourse = "gobblin.source.kafka_json" }]]))
     end)
 
