@@ -175,6 +175,30 @@ describe("time-partitioned folders", function()
     assert.same({ 2 }, ids(base .. "/2025/12/31"))
   end)
 
+  it("takes back all of a failed record's outputs, in every folder it wrote to", function()
+    local topic = H.topic_with("part_back", { "x", "y", "z" })
+    local work = H.workdir("part_back")
+    H.run_ok(job(work, topic, {
+      ["writer.partitioner.class"] = "TimeBasedWriterPartitioner",
+      ["writer.partition.pattern"] = "yyyy",
+      ["writer.partition.timezone"] = "UTC",
+      ["task.skip.error.records"] = "-1",
+      ["decode.error.max.ratio"] = "1",
+    }, [[
+  converters = { function(r)
+    local v = r:value()
+    return require("gobblin").many({ v .. "-2001", v .. "-2002" })
+  end },
+  partition = function(out)
+    if out == "y-2002" then error("no year for y-2002") end
+    return out:sub(-4) == "2001" and 978307200000 or 1009843200000 -- 2001-01-01, 2002-01-01
+  end,
+]]), work)
+    local base = work .. "/job-output/" .. topic
+    assert.same({ "x-2001", "z-2001" }, H.output_lines(base .. "/2001")) -- y-2001 was taken back
+    assert.same({ "x-2002", "z-2002" }, H.output_lines(base .. "/2002"))
+  end)
+
   it("refuses a pattern with an unknown letter, an unknown zone, and partition settings without a partitioner",
     function()
       local work = H.workdir("part_bad")

@@ -123,7 +123,7 @@ function Campaign:setup()
   end
   self.job = self.work .. "/job.lua"
   H.spit(self.job, table.concat({
-    "-- The crash harness's job: every record of its topics, one file per task and topic.",
+    "-- The crash harness's job: every record of its topics, one file per task and topic (more when rolled).",
     "return {",
     string.format("  [\"job.name\"] = %q,", self.job_name),
     string.format("  [\"kafka.brokers\"] = %q,", H.bootstrap()),
@@ -133,6 +133,7 @@ function Campaign:setup()
     "  [\"progress.interval.ms\"] = 0,",
     "  [\"mr.job.max.mappers\"] = tonumber(os.getenv(\"KINGEST_CRASH_MAPPERS\") or \"3\"),",
     "  [\"kafka.fetch.batch.size\"] = tonumber(os.getenv(\"KINGEST_CRASH_BATCH\") or \"1000\"),",
+    "  [\"writer.file.max.records\"] = tonumber(os.getenv(\"KINGEST_CRASH_ROLL\") or \"\"),",
     cost,
     "}",
   }, "\n") .. "\n")
@@ -212,7 +213,8 @@ function Campaign:check_broker()
   return broker
 end
 
--- The environment of one run: a random mr.job.max.mappers and fetch batch size.
+-- The environment of one run: a random mr.job.max.mappers and fetch batch size, and every other run a random
+-- writer.file.max.records, so that kills also find tasks with several rolled files.
 function Campaign:env(extra)
   self.before_run = {} -- what the broker holds for sure as the run starts
   for tp, n in pairs(self.settled) do self.before_run[tp] = n end
@@ -222,6 +224,7 @@ function Campaign:env(extra)
     GOBBLIN_WORK_DIR = self.work,
     KINGEST_CRASH_MAPPERS = tostring(self.mappers_now),
     KINGEST_CRASH_BATCH = tostring(self.batch_now),
+    KINGEST_CRASH_ROLL = math.random(2) == 1 and tostring(random_in({ 5, 60 })) or "",
   }
   for k, v in pairs(extra or {}) do env[k] = v end
   return env
