@@ -10,6 +10,7 @@ static const struct {
   int (*open)(const char *uri, kg_fs_t **out, char *errbuf);
 } backends[] = {
     {"file", kg_fs_local_open},
+    {"webhdfs", kg_fs_webhdfs_open},
 };
 
 int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbuf) {
@@ -20,6 +21,12 @@ int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbu
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
     if (n == strlen(backends[i].scheme) && !strncmp(uri, backends[i].scheme, n))
       return backends[i].open(uri, out, errbuf);
+  if (n == 4 && !strncmp(uri, "hdfs", 4))
+    return kg_fail(errbuf, KG_EINVAL,
+                   "property %s=%s: kingest reaches HDFS through WebHDFS, not the NameNode's RPC port: use "
+                   "webhdfs://HOST:PORT with PORT the NameNode's HTTP port (dfs.namenode.http-address, 9870 by "
+                   "default)",
+                   property, uri);
   char schemes[128] = "";
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
     strncat(schemes, i ? ", " : "", sizeof schemes - strlen(schemes) - 1);

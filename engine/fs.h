@@ -1,10 +1,11 @@
 /* fs.h: the file system interface: what the writer, the task, the publisher and the job need of a file
- * system, as a table of functions with one backend per file (fs_local.c for file:///), chosen by the URI
- * scheme of a file system property (writer.fs.uri, fs.uri).
+ * system, as a table of functions with one backend per file (fs_local.c for file:///, fs_webhdfs.c for HDFS
+ * through the NameNode's REST API at webhdfs://), chosen by the URI scheme of a file system property
+ * (writer.fs.uri, fs.uri).
  *
  * A backend is a kg_fs_t whose functions get the kg_fs_t back as their first argument (its DATA holds the
- * backend's own state). Adding one (say WebHDFS, for hdfs:// and webhdfs://) is a new file that fills a
- * kg_fs_t and a row in the registry in fs.c; the rest of the engine sees only the functions below. */
+ * backend's own state). Adding one is a new file that fills a kg_fs_t and a row in the registry in fs.c; the
+ * rest of the engine sees only the functions below. */
 #ifndef KG_FS_H
 #define KG_FS_H
 
@@ -82,6 +83,10 @@ void kg_fs_close(kg_fs_t *fs); /* NULL is a no-op */
 kg_fs_t *kg_fs_local(void);
 /* fs_local.c's entry in the registry. */
 int kg_fs_local_open(const char *uri, kg_fs_t **out, char *errbuf);
+/* fs_webhdfs.c's entry in the registry: HDFS over WebHDFS, webhdfs://[USER@]HOST:PORT[?PARAMS] with PORT the
+ * NameNode's HTTP port. PARAMS: user.name (else USER, else $USER, else the effective uid's name), auth=simple
+ * (Kerberos is refused), connect.timeout.ms, timeout.ms, attempts. Each open makes a new kg_fs_t. */
+int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf);
 /* Fault injection for tests (as SQLite's xSetSystemCall): the local backend calls FSYNC instead of fsync(2)
  * from now on; NULL puts fsync(2) back. Not thread-safe: set it while nothing else uses the file system. */
 void kg_fs_local_set_fsync(int (*fsync_fn)(int fd));

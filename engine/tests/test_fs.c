@@ -46,10 +46,18 @@ static void test_registry(void) {
   CHECK(fs == kg_fs_local());
   CHECK_INT(kg_fs_open("", "fs.uri", &fs, err), KG_OK);
   CHECK(fs == kg_fs_local());
-  CHECK_INT(kg_fs_open("webhdfs://namenode:9870/", "writer.fs.uri", &fs, err), KG_EINVAL);
+  CHECK_INT(kg_fs_open("s3://bucket/", "writer.fs.uri", &fs, err), KG_EINVAL);
   CHECK(fs == NULL);
-  CHECK_CONTAINS(err, "writer.fs.uri=webhdfs://namenode:9870/");
-  CHECK_CONTAINS(err, "file");
+  CHECK_CONTAINS(err, "writer.fs.uri=s3://bucket/");
+  CHECK_CONTAINS(err, "(kingest has: file, webhdfs)");
+  /* hdfs:// is HDFS's RPC protocol, which kingest does not speak: the error points at WebHDFS. */
+  CHECK_INT(kg_fs_open("hdfs://namenode:8020/", "writer.fs.uri", &fs, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "writer.fs.uri=hdfs://namenode:8020/");
+  CHECK_CONTAINS(err, "use webhdfs://HOST:PORT");
+  /* Opening makes no request: a name that does not resolve fails at the first call. */
+  CHECK_INT(kg_fs_open("webhdfs://namenode:9870/", "writer.fs.uri", &fs, err), KG_OK);
+  CHECK_STR(fs ? fs->scheme : NULL, "webhdfs");
+  kg_fs_close(fs);
   CHECK_INT(kg_fs_open("/no/scheme", "fs.uri", &fs, err), KG_EINVAL);
   kg_fs_close(NULL);
 }

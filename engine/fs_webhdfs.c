@@ -1,0 +1,796 @@
+/* fs_webhdfs.c: HDFS over WebHDFS (webhdfs://[USER@]HOST:PORT, PORT the NameNode's HTTP port) behind the kg_fs_t
+ * interface, with libcurl.
+ *
+ * Every call is one or two REST requests to /webhdfs/v1<path>?op=...&user.name=USER (simple authentication: the
+ * NameNode believes the name; Kerberos is not spoken). A stream spools its bytes into an unnamed local temporary
+ * file, where truncate can take bytes back, and hands them to HDFS on sync or close: the first time with CREATE
+ * (overwrite=false: never replaces a file), later with APPEND. Both are two requests: the NameNode names a
+ * DataNode (noredirect=true, so the answer is JSON and not a 307 that curl would follow with a body it cannot
+ * send again), and the bytes go there. Bytes handed to HDFS cannot be taken back.
+ *
+ * Thread safety: the kg_fs_t is read-only after open and each request has its own curl handle, so tasks on
+ * different threads share one file system; a stream belongs to one thread.
+ *
+ * Retries: a request that could not connect, timed out, got a 5xx, or got one of the exceptions a NameNode
+ * gives while it restarts (an EOFException on a connection to its old self, RetriableException while it
+ * starts) is tried again a few times with growing pauses. RENAME is not idempotent, so it is tried again only
+ * when the NameNode cannot have done it: a refused connection or an answer saying the call failed. */
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "json.h"
+
+#define WEBHDFS_ATTEMPTS 4              /* tries of one request, by default */
+#define WEBHDFS_RETRY_PAUSE_MS 250      /* pause before the second try; doubles for each next one */
+#define WEBHDFS_CONNECT_TIMEOUT_MS 3000 /* to open a connection, by default */
+#define WEBHDFS_TIMEOUT_MS 30000        /* for a whole metadata request, and for an upload without progress */
+#define WEBHDFS_MAX_ANSWER (64 << 20)   /* bytes of an answer body (a LISTSTATUS of a large folder) */
+
+/* One WebHDFS file system: what open parsed from the URI; read-only afterwards. */
+typedef struct {
+  char *base;         /* "http://HOST:PORT/webhdfs/v1", owned */
+  char *name;         /* "webhdfs://HOST:PORT", for messages, owned */
+  char *user;         /* user.name, URL-escaped, owned */
+  int attempts;       /* tries of one request */
+  long connect_ms;    /* connect timeout, ms */
+  long timeout_ms;    /* a metadata request's timeout, and an upload's longest stall, ms */
+} webhdfs_t;
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* ---- URLs ---------------------------------------------------------------------------------------------- */
+
+/* Appends S to OUT with every byte that is not unreserved in a URL (RFC 3986) as %XX; '/' stays when KEEP_SLASH. */
+static void append_escaped(kg_buf_t *out, const char *s, bool keep_slash) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
+        *p == '_' || *p == '~' || (keep_slash && *p == '/')) {
+      kg_buf_append(out, p, 1);
+    } else {
+      char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+      kg_buf_append(out, e, 3);
+    }
+  }
+}
+
+/* The URL of operation OP on PATH, with EXTRA ("&name=value...", already escaped) appended. Owned by the caller. */
+static char *op_url(const webhdfs_t *w, const char *path, const char *op, const char *extra) {
+  kg_buf_t b = {0};
+  kg_buf_appendf(&b, "%s", w->base);
+  append_escaped(&b, path, true);
+  kg_buf_appendf(&b, "?op=%s&user.name=%s%s", op, w->user, extra ? extra : "");
+  return b.data;
+}
+
+/* ---- requests ------------------------------------------------------------------------------------------ */
+
+/* What a request got: a status and a body, or a transport failure. */
+typedef struct {
+  CURLcode cc;                   /* CURLE_OK when an answer came */
+  char curl_err[CURL_ERROR_SIZE];
+  long status;                   /* HTTP status when cc is CURLE_OK */
+  kg_buf_t body;                 /* the answer's body, NUL-terminated when not empty */
+} reply_t;
+
+/* A body to upload: bytes [OFFSET, OFFSET + LEN) of file FD. */
+typedef struct {
+  int fd;
+  int64_t offset;
+  int64_t len;
+  int64_t sent; /* bytes handed to curl so far */
+} upload_t;
+
+static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
+  kg_buf_t *body = userdata;
+  if (body->len + size * n > WEBHDFS_MAX_ANSWER) return 0; /* stops the transfer: CURLE_WRITE_ERROR */
+  kg_buf_append(body, data, size * n);
+  return size * n;
+}
+
+static size_t on_read(char *buffer, size_t size, size_t n, void *userdata) {
+  upload_t *u = userdata;
+  int64_t left = u->len - u->sent;
+  size_t want = size * n < (uint64_t)left ? size * n : (size_t)left;
+  if (!want) return 0;
+  ssize_t got = pread(u->fd, buffer, want, (off_t)(u->offset + u->sent));
+  if (got <= 0) return CURL_READFUNC_ABORT; /* the spool file cannot be read, or is shorter than it was */
+  u->sent += got;
+  return (size_t)got;
+}
+
+/* How a request may be tried again. */
+typedef enum {
+  RETRY_IDEMPOTENT, /* any transport failure, 5xx or restart exception: doing it twice is doing it once */
+  RETRY_UNDONE,     /* only when the operation cannot have happened: no connection, or a 5xx / restart exception */
+  RETRY_UNSENT,     /* only when no connection was made (the caller judges every answer) */
+} retry_t;
+
+/* The exception of a RemoteException answer, or "". */
+static void remote_exception(const reply_t *r, char *name, size_t name_size, char *message, size_t message_size) {
+  name[0] = message[0] = 0;
+  kg_json_t *doc = NULL;
+  char err[KG_ERRLEN];
+  if (!r->body.len || kg_json_parse(r->body.data, r->body.len, "WebHDFS answer", &doc, err)) return;
+  const kg_json_t *e = kg_json_get(doc, "RemoteException");
+  const kg_json_t *ex = kg_json_get(e, "exception"), *msg = kg_json_get(e, "message");
+  if (ex && ex->type == KG_JSON_STRING) snprintf(name, name_size, "%s", ex->string);
+  if (msg && msg->type == KG_JSON_STRING) {
+    /* The first line: the rest is the NameNode's stack trace. */
+    size_t line = strcspn(msg->string, "\n");
+    snprintf(message, message_size, "%.*s", (int)line, msg->string);
+  }
+  kg_json_free(doc);
+}
+
+/* True for an answer that says the operation failed without happening and may work when tried again: a 5xx, or
+ * the exceptions of a NameNode that restarts (a DataNode's stale connection to it, its start-up safe mode). */
+static bool answer_is_transient(const reply_t *r) {
+  if (r->status >= 500) return true;
+  char name[128], message[16];
+  remote_exception(r, name, sizeof name, message, sizeof message);
+  return !strcmp(name, "EOFException") || !strcmp(name, "ConnectException") || !strcmp(name, "RetriableException") ||
+         !strcmp(name, "StandbyException") || !strcmp(name, "SocketTimeoutException");
+}
+
+static void sleep_ms(int64_t ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+  while (nanosleep(&ts, &ts) == -1) {
+  }
+}
+
+/* One try of METHOD on URL, uploading UPLOAD when not NULL. */
+static void perform(const webhdfs_t *w, const char *method, const char *url, upload_t *upload, reply_t *r) {
+  r->body.len = 0;
+  if (r->body.data) r->body.data[0] = 0;
+  r->curl_err[0] = 0;
+  r->status = 0;
+  CURL *curl = curl_easy_init();
+  if (!curl) {
+    r->cc = CURLE_FAILED_INIT;
+    return;
+  }
+  struct curl_slist *headers = curl_slist_append(NULL, "Accept: application/json");
+  curl_easy_setopt(curl, CURLOPT_URL, url);
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r->body);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, r->curl_err);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM for timeouts: tasks are threads */
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, w->connect_ms);
+  /* Never follow a redirect: WebHDFS's 307s lead to a DataNode, and an upload cannot be sent twice. */
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "kingest/" KINGEST_VERSION);
+  if (upload) {
+    upload->sent = 0;
+    headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
+    headers = curl_slist_append(headers, "Expect:"); /* no 100-continue round trip */
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(curl, CURLOPT_READDATA, upload);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)upload->len);
+    /* A large file takes as long as it takes; a stalled one fails. The answer comes once the DataNode has closed
+     * the file, which is within the same bound. */
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (w->timeout_ms + 999) / 1000);
+  } else {
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, w->timeout_ms);
+  }
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  r->cc = curl_easy_perform(curl);
+  if (r->cc == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+}
+
+/* METHOD on URL (uploading UPLOAD when not NULL), tried again as RETRY allows. Returns KG_OK when an answer came
+ * (any status: the caller judges it), or KG_EIO with the transport failure of the last try in ERRBUF. */
+static int request(const webhdfs_t *w, const char *method, const char *url, upload_t *upload, retry_t retry,
+                   reply_t *r, char *errbuf) {
+  pthread_once(&curl_once, curl_init);
+  if (curl_init_rc != CURLE_OK)
+    return kg_fail(errbuf, KG_EIO, "libcurl failed to start: %s", curl_easy_strerror(curl_init_rc));
+  int64_t started = kg_mono_ms(), pause = WEBHDFS_RETRY_PAUSE_MS;
+  for (int attempt = 1;; attempt++) {
+    perform(w, method, url, upload, r);
+    bool again;
+    if (r->cc == CURLE_OK)
+      again = retry != RETRY_UNSENT && answer_is_transient(r);
+    else if (retry == RETRY_IDEMPOTENT)
+      again = true;
+    else /* the request never reached the server */
+      again = r->cc == CURLE_COULDNT_CONNECT || r->cc == CURLE_COULDNT_RESOLVE_HOST;
+    if (!again || attempt >= w->attempts) break;
+    KG_DEBUG("WebHDFS %s %s: %s; trying again in %lld ms", method, url,
+             r->cc == CURLE_OK ? "a transient failure" : curl_easy_strerror(r->cc), (long long)pause);
+    sleep_ms(pause);
+    pause *= 2;
+  }
+  if (r->cc == CURLE_OK) return KG_OK;
+  return kg_fail(errbuf, KG_EIO, "WebHDFS at %s did not answer: %s (%d attempts in %.1f s)", w->name,
+                 r->curl_err[0] ? r->curl_err : curl_easy_strerror(r->cc), w->attempts,
+                 (double)(kg_mono_ms() - started) / 1000.0);
+}
+
+/* The reason an answer gives for failing: "MESSAGE (EXCEPTION, HTTP STATUS)", or the start of a body that is not
+ * a RemoteException. */
+static void answer_reason(const reply_t *r, char *out, size_t size) {
+  char name[128], message[768];
+  remote_exception(r, name, sizeof name, message, sizeof message);
+  if (message[0]) {
+    snprintf(out, size, "%s (%s, HTTP %ld)", message, name[0] ? name : "RemoteException", r->status);
+  } else if (r->status == 401) {
+    snprintf(out, size, "the server asks for authentication (HTTP 401): kingest speaks only simple authentication "
+                        "(user.name), not Kerberos");
+  } else {
+    size_t n = r->body.len < 200 ? r->body.len : 200;
+    const char *b = r->body.len ? r->body.data : "";
+    n = strcspn(b, "\r\n") < n ? strcspn(b, "\r\n") : n;
+    snprintf(out, size, "HTTP %ld%s%.*s", r->status, n ? ": " : "", (int)n, b);
+  }
+}
+
+static bool exception_is(const reply_t *r, const char *exception) {
+  char name[128], message[16];
+  remote_exception(r, name, sizeof name, message, sizeof message);
+  return !strcmp(name, exception);
+}
+
+/* Parses the answer body as JSON; KG_EIO naming WHAT when it is not. */
+static int answer_json(const webhdfs_t *w, const reply_t *r, const char *what, kg_json_t **doc, char *errbuf) {
+  char err[KG_ERRLEN];
+  if (kg_json_parse(r->body.len ? r->body.data : "", r->body.len, "answer", doc, err))
+    return kg_fail(errbuf, KG_EIO, "%s: WebHDFS at %s answered HTTP %ld with something that is not JSON: %s", what,
+                   w->name, r->status, err);
+  return KG_OK;
+}
+
+/* The boolean of a {"boolean": B} answer; false when the answer is something else. */
+static bool answer_boolean(const reply_t *r) {
+  kg_json_t *doc = NULL;
+  char err[KG_ERRLEN];
+  bool b = false;
+  if (r->body.len && !kg_json_parse(r->body.data, r->body.len, "answer", &doc, err)) {
+    const kg_json_t *v = kg_json_get(doc, "boolean");
+    b = v && v->type == KG_JSON_BOOL && v->boolean;
+  }
+  kg_json_free(doc);
+  return b;
+}
+
+/* ---- uploads --------------------------------------------------------------------------------------------- */
+
+/* Sends bytes [OFFSET, OFFSET + LEN) of FD to PATH: a new file (CREATE, never overwriting) when APPEND is false,
+ * else the end of the file (APPEND). The NameNode names the DataNode; the bytes go there. On failure the reason
+ * goes to ERRBUF, and *EXISTS tells whether CREATE failed because PATH exists (then nothing was made). */
+static int upload(const webhdfs_t *w, const char *path, bool append, int fd, int64_t offset, int64_t len,
+                  bool *exists, char *errbuf) {
+  const char *op = append ? "APPEND" : "CREATE", *method = append ? "POST" : "PUT";
+  *exists = false;
+  reply_t r = {0};
+  upload_t body = {.fd = fd, .offset = offset, .len = len};
+  char *url = op_url(w, path, op, append ? "&noredirect=true" : "&noredirect=true&overwrite=false");
+  int rc = KG_OK;
+  for (int attempt = 1;; attempt++) {
+    /* Step 1: where to send the bytes. Nothing happens on HDFS yet, so it may be asked again. */
+    if ((rc = request(w, method, url, NULL, RETRY_IDEMPOTENT, &r, errbuf))) break;
+    kg_json_t *doc = NULL;
+    const char *location = NULL;
+    if (r.status != 200) {
+      char why[KG_ERRLEN];
+      answer_reason(&r, why, sizeof why);
+      rc = kg_fail(errbuf, KG_EIO, "%s", why);
+      break;
+    }
+    if ((rc = answer_json(w, &r, op, &doc, errbuf))) break;
+    const kg_json_t *loc = kg_json_get(doc, "Location");
+    if (loc && loc->type == KG_JSON_STRING) location = loc->string;
+    if (!location) {
+      kg_json_free(doc);
+      rc = kg_fail(errbuf, KG_EIO, "WebHDFS at %s answered %s without a DataNode's Location", w->name, op);
+      break;
+    }
+    /* Step 2: the bytes, to the DataNode, which makes the file on the NameNode and closes it. */
+    char *target = kg_xstrdup(location);
+    kg_json_free(doc);
+    rc = request(w, method, target, &body, RETRY_UNSENT, &r, errbuf);
+    free(target);
+    if (rc) break;
+    if (r.status == (append ? 200 : 201)) break;
+    char why[KG_ERRLEN];
+    answer_reason(&r, why, sizeof why);
+    rc = kg_fail(errbuf, KG_EIO, "%s", why);
+    if (!append && exception_is(&r, "FileAlreadyExistsException")) {
+      *exists = true;
+      break;
+    }
+    /* A refused CREATE may leave an empty file behind (the NameNode made it before a block was refused, as under
+     * a space quota); take it away, so that the path is free again and a retry does not find it. */
+    if (!append) {
+      char *del = op_url(w, path, "DELETE", "&recursive=false");
+      reply_t d = {0};
+      char ignored[KG_ERRLEN];
+      request(w, "DELETE", del, NULL, RETRY_IDEMPOTENT, &d, ignored);
+      kg_buf_free(&d.body);
+      free(del);
+    }
+    if (!answer_is_transient(&r) || attempt >= w->attempts) break;
+    sleep_ms(WEBHDFS_RETRY_PAUSE_MS << (attempt - 1));
+  }
+  kg_buf_free(&r.body);
+  free(url);
+  return rc;
+}
+
+/* ---- streams --------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  kg_fs_stream_t base;
+  const webhdfs_t *w;
+  char *path;
+  kg_fs_mode_t mode;
+  int fd;           /* the unnamed spool file: bytes [handed, size) of the stream */
+  int64_t size;     /* bytes written, minus those taken back */
+  int64_t handed;   /* bytes already on HDFS (sync), which cannot be taken back */
+  bool made;        /* the file exists on HDFS (this stream made it, or appends to it) */
+  bool ours;        /* this stream made the file (abort removes it) */
+} webhdfs_stream_t;
+
+static void stream_free(webhdfs_stream_t *s) {
+  if (s->fd >= 0) close(s->fd);
+  free(s->path);
+  free(s);
+}
+
+static int stream_write(kg_fs_stream_t *stream, const void *data, size_t len, char *errbuf) {
+  webhdfs_stream_t *s = (webhdfs_stream_t *)stream;
+  const char *p = data;
+  size_t left = len;
+  while (left) {
+    ssize_t n = pwrite(s->fd, p, left, (off_t)(s->size - s->handed));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return kg_fail(errbuf, KG_EIO, "cannot spool to a local temporary file: %s", strerror(errno));
+    p += n;
+    left -= (size_t)n;
+    s->size += n;
+  }
+  return KG_OK;
+}
+
+static int stream_truncate(kg_fs_stream_t *stream, int64_t size, char *errbuf) {
+  webhdfs_stream_t *s = (webhdfs_stream_t *)stream;
+  if (size > s->size) return kg_fail(errbuf, KG_EIO, "cannot truncate to %lld bytes: only %lld were written",
+                                     (long long)size, (long long)s->size);
+  if (size < s->handed)
+    return kg_fail(errbuf, KG_EIO, "cannot take back bytes already synced to HDFS (%lld bytes there, truncating to %lld)",
+                   (long long)s->handed, (long long)size);
+  if (ftruncate(s->fd, (off_t)(size - s->handed)) != 0)
+    return kg_fail(errbuf, KG_EIO, "cannot truncate the local temporary file: %s", strerror(errno));
+  s->size = size;
+  return KG_OK;
+}
+
+/* Hands the spooled bytes to HDFS: CREATE the first time (also for an empty file), APPEND later. */
+static int stream_hand(webhdfs_stream_t *s, char *errbuf) {
+  if (s->made && s->size == s->handed) return KG_OK;
+  bool exists = false;
+  int rc = upload(s->w, s->path, s->made, s->fd, 0, s->size - s->handed, &exists, errbuf);
+  if (rc && exists && s->mode == KG_FS_APPEND && !s->made) {
+    /* Appending to a file that was made since create looked: append to it. */
+    s->made = true;
+    rc = upload(s->w, s->path, true, s->fd, 0, s->size - s->handed, &exists, errbuf);
+  } else if (rc && exists) {
+    return kg_fail(errbuf, KG_EIO, "File exists");
+  }
+  if (rc) return rc;
+  if (!s->made) s->ours = true;
+  s->made = true;
+  s->handed = s->size;
+  if (ftruncate(s->fd, 0) != 0)
+    return kg_fail(errbuf, KG_EIO, "cannot empty the local temporary file: %s", strerror(errno));
+  return KG_OK;
+}
+
+/* Durable: HDFS answers an upload once the DataNode has closed the file, the NameNode having logged it. */
+static int stream_sync(kg_fs_stream_t *stream, char *errbuf) { return stream_hand((webhdfs_stream_t *)stream, errbuf); }
+
+static int stream_close(kg_fs_stream_t *stream, char *errbuf) {
+  webhdfs_stream_t *s = (webhdfs_stream_t *)stream;
+  int rc = stream_hand(s, errbuf);
+  stream_free(s);
+  return rc;
+}
+
+static void stream_abort(kg_fs_stream_t *stream) {
+  webhdfs_stream_t *s = (webhdfs_stream_t *)stream;
+  if (s->ours) { /* synced before: the file is on HDFS */
+    char *url = op_url(s->w, s->path, "DELETE", "&recursive=false");
+    reply_t r = {0};
+    char ignored[KG_ERRLEN];
+    request(s->w, "DELETE", url, NULL, RETRY_IDEMPOTENT, &r, ignored);
+    kg_buf_free(&r.body);
+    free(url);
+  }
+  stream_free(s);
+}
+
+static const kg_fs_stream_ops_t stream_ops = {stream_write, stream_truncate, stream_sync, stream_close, stream_abort};
+
+/* ---- the file system --------------------------------------------------------------------------------------- */
+
+static const webhdfs_t *state(kg_fs_t *fs) { return fs->data; }
+
+/* GETFILESTATUS: *FOUND, and *IS_DIR when found. KG_EIO with the reason alone in ERRBUF otherwise. */
+static int file_status(const webhdfs_t *w, const char *path, bool *found, bool *is_dir, char *errbuf) {
+  *found = false;
+  if (is_dir) *is_dir = false;
+  char *url = op_url(w, path, "GETFILESTATUS", NULL);
+  reply_t r = {0};
+  char why[KG_ERRLEN];
+  int rc = request(w, "GET", url, NULL, RETRY_IDEMPOTENT, &r, errbuf);
+  if (rc) {
+    /* the reason is in ERRBUF */
+  } else if (r.status == 200) {
+    *found = true;
+    if (is_dir) *is_dir = strstr(r.body.len ? r.body.data : "", "\"type\":\"DIRECTORY\"") != NULL;
+  } else if (r.status != 404) {
+    answer_reason(&r, why, sizeof why);
+    rc = kg_fail(errbuf, KG_EIO, "%s", why);
+  }
+  kg_buf_free(&r.body);
+  free(url);
+  return rc;
+}
+
+static int check_path(const webhdfs_t *w, const char *path, char *errbuf) {
+  if (path && path[0] == '/') return KG_OK;
+  return kg_fail(errbuf, KG_EIO, "%s: not an absolute path (paths on %s start with '/')", path ? path : "(null)",
+                 w->name);
+}
+
+static int webhdfs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  if (check_path(w, path, errbuf)) return KG_EIO;
+  char *url = op_url(w, path, "MKDIRS", NULL);
+  reply_t r = {0};
+  char why[KG_ERRLEN];
+  int rc = request(w, "PUT", url, NULL, RETRY_IDEMPOTENT, &r, why);
+  if (rc) {
+    kg_fail(errbuf, KG_EIO, "cannot create folder %s: %s", path, why);
+  } else if (r.status != 200 || !answer_boolean(&r)) {
+    answer_reason(&r, why, sizeof why);
+    rc = kg_fail(errbuf, KG_EIO, "cannot create folder %s on %s: %s", path, w->name, why);
+  }
+  kg_buf_free(&r.body);
+  free(url);
+  if (rc) errno = EIO;
+  return rc;
+}
+
+static int webhdfs_create(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  *out = NULL;
+  if (check_path(w, path, errbuf)) return KG_EIO;
+  /* CREATE with overwrite=false at the first sync or close is what keeps a file from being replaced; this look
+   * only makes the usual case fail here, as a local create does, and finds an unreachable HDFS early. */
+  bool found = false, is_dir = false;
+  if (file_status(w, path, &found, &is_dir, errbuf)) return KG_EIO;
+  if (found && is_dir) return kg_fail(errbuf, KG_EIO, "Is a directory");
+  if (found && mode == KG_FS_CREATE_NEW) return kg_fail(errbuf, KG_EIO, "File exists");
+  const char *tmp = getenv("TMPDIR");
+  if (!tmp || !*tmp) tmp = "/tmp";
+  /* Unnamed: nothing to clean up after a crash. */
+  int fd = open(tmp, O_TMPFILE | O_RDWR, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    char *name = kg_xasprintf("%s/kingest-webhdfs.XXXXXX", tmp);
+    fd = mkstemp(name);
+    if (fd >= 0) unlink(name);
+    free(name);
+  }
+  if (fd < 0) return kg_fail(errbuf, KG_EIO, "cannot make a local temporary file in %s: %s", tmp, strerror(errno));
+  webhdfs_stream_t *s = kg_xcalloc(1, sizeof *s);
+  s->base.ops = &stream_ops;
+  s->w = w;
+  s->path = kg_xstrdup(path);
+  s->mode = mode;
+  s->fd = fd;
+  s->made = found; /* appending to a file that is there */
+  *out = &s->base;
+  return KG_OK;
+}
+
+static int webhdfs_rename(kg_fs_t *fs, const char *src, const char *dst, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  if (check_path(w, src, errbuf) || check_path(w, dst, errbuf)) return KG_EIO;
+  /* renameoptions=NONE: the rename that never replaces, and that says why it failed (plain RENAME answers
+   * {"boolean": false} for every failure, and moves SRC into DST when DST is a folder). */
+  kg_buf_t extra = {0};
+  kg_buf_appendf(&extra, "&renameoptions=NONE&destination=");
+  append_escaped(&extra, dst, true);
+  char *url = op_url(w, src, "RENAME", extra.data);
+  kg_buf_free(&extra);
+  reply_t r = {0};
+  char why[KG_ERRLEN];
+  int rc = request(w, "PUT", url, NULL, RETRY_UNDONE, &r, why);
+  if (rc) {
+    kg_fail(errbuf, KG_EIO, "cannot move %s to %s: %s", src, dst, why);
+  } else if (r.status != 200) {
+    /* HDFS says "must both be directories" for a file renamed onto a folder: that is "there is a DST" too. */
+    bool dst_found = false;
+    char ignored[KG_ERRLEN];
+    if (exception_is(&r, "FileAlreadyExistsException") ||
+        (exception_is(&r, "IOException") && !file_status(w, dst, &dst_found, NULL, ignored) && dst_found))
+      snprintf(why, sizeof why, "File exists");
+    else
+      answer_reason(&r, why, sizeof why);
+    rc = kg_fail(errbuf, KG_EIO, "cannot move %s to %s on %s: %s", src, dst, w->name, why);
+  }
+  kg_buf_free(&r.body);
+  free(url);
+  return rc;
+}
+
+static int webhdfs_exists(kg_fs_t *fs, const char *path, bool *exists, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  *exists = false;
+  if (check_path(w, path, errbuf)) return KG_EIO;
+  char why[KG_ERRLEN];
+  if (file_status(w, path, exists, NULL, why))
+    return kg_fail(errbuf, KG_EIO, "cannot look for %s on %s: %s", path, w->name, why);
+  return KG_OK;
+}
+
+static int webhdfs_list(kg_fs_t *fs, const char *path, char ***names, size_t *count, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  *names = NULL;
+  *count = 0;
+  if (check_path(w, path, errbuf)) return KG_EIO;
+  char *url = op_url(w, path, "LISTSTATUS", NULL);
+  reply_t r = {0};
+  char why[KG_ERRLEN];
+  kg_json_t *doc = NULL;
+  int rc = request(w, "GET", url, NULL, RETRY_IDEMPOTENT, &r, why);
+  if (rc) {
+    kg_fail(errbuf, KG_EIO, "cannot list %s: %s", path, why);
+  } else if (r.status == 404) {
+    /* a missing folder has no names */
+  } else if (r.status != 200) {
+    answer_reason(&r, why, sizeof why);
+    rc = kg_fail(errbuf, KG_EIO, "cannot list %s on %s: %s", path, w->name, why);
+  } else if (!(rc = answer_json(w, &r, path, &doc, errbuf))) {
+    const kg_json_t *list = kg_json_get(kg_json_get(doc, "FileStatuses"), "FileStatus");
+    if (!list || list->type != KG_JSON_ARRAY) {
+      rc = kg_fail(errbuf, KG_EIO, "cannot list %s on %s: the answer has no FileStatuses", path, w->name);
+    } else {
+      char **out = kg_xcalloc(list->count ? list->count : 1, sizeof *out);
+      size_t n = 0;
+      for (size_t i = 0; i < list->count; i++) {
+        const kg_json_t *name = kg_json_get(&list->items[i], "pathSuffix");
+        /* A file listed by its own path answers one status with an empty suffix: a file has no names. */
+        if (name && name->type == KG_JSON_STRING && name->string[0]) out[n++] = kg_xstrdup(name->string);
+      }
+      *names = out;
+      *count = n;
+    }
+  }
+  kg_json_free(doc);
+  kg_buf_free(&r.body);
+  free(url);
+  return rc;
+}
+
+static int webhdfs_remove_tree(kg_fs_t *fs, const char *path, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  if (check_path(w, path, errbuf)) return KG_EIO;
+  char *url = op_url(w, path, "DELETE", "&recursive=true");
+  reply_t r = {0};
+  char why[KG_ERRLEN];
+  int rc = request(w, "DELETE", url, NULL, RETRY_IDEMPOTENT, &r, why);
+  if (rc) {
+    kg_fail(errbuf, KG_EIO, "cannot remove %s: %s", path, why);
+  } else if (r.status != 200 && r.status != 404) { /* {"boolean": false}: nothing was there */
+    answer_reason(&r, why, sizeof why);
+    rc = kg_fail(errbuf, KG_EIO, "cannot remove %s on %s: %s", path, w->name, why);
+  }
+  kg_buf_free(&r.body);
+  free(url);
+  return rc;
+}
+
+/* Nothing to do: HDFS has no fsync of a folder, and needs none. A file is durable once its upload is answered
+ * (the DataNode has closed it and the NameNode logged the close in its edit log), and a rename or a new folder
+ * once the NameNode has answered it (it logs the change before answering). */
+static int webhdfs_sync(kg_fs_t *fs, const char *path, char *errbuf) { return KG_OK; }
+
+static atomic_uint probe_counter;
+
+static int webhdfs_check_writable(kg_fs_t *fs, const char *path, const char *property, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  char why[KG_ERRLEN];
+  if (webhdfs_mkdirs(fs, path, why)) return kg_fail(errbuf, KG_EIO, "%s: %s", property, why);
+  /* A real file, made and removed: the only way to see permissions, safe mode and quotas as a writer will. */
+  char *probe = kg_xasprintf("%s%s.kingest-write-check.%d.%u", path, path[strlen(path) - 1] == '/' ? "" : "/",
+                             (int)getpid(), atomic_fetch_add(&probe_counter, 1));
+  bool exists = false;
+  int rc = upload(w, probe, false, -1, 0, 0, &exists, why);
+  if (rc) {
+    kg_fail(errbuf, KG_EIO, "%s: %s on %s is not writable: %s", property, path, w->name, why);
+  } else if (webhdfs_remove_tree(fs, probe, why)) {
+    rc = kg_fail(errbuf, KG_EIO, "%s: %s", property, why);
+  }
+  free(probe);
+  return rc;
+}
+
+/* One HDFS namespace: a rename goes from any folder to any other. */
+static int webhdfs_same_volume(kg_fs_t *fs, const char *a, const char *b, bool *same, char *errbuf) {
+  *same = true;
+  return KG_OK;
+}
+
+static void webhdfs_close(kg_fs_t *fs) {
+  webhdfs_t *w = fs->data;
+  free(w->base);
+  free(w->name);
+  free(w->user);
+  free(w);
+  free(fs);
+}
+
+/* ---- open ------------------------------------------------------------------------------------------------ */
+
+/* Decodes %XX escapes of the N bytes at S into a new string. */
+static char *unescape(const char *s, size_t n) {
+  char *out = kg_xmalloc(n + 1), *o = out;
+  for (size_t i = 0; i < n; i++) {
+    unsigned v;
+    if (s[i] == '%' && i + 2 < n && isxdigit((unsigned char)s[i + 1]) && isxdigit((unsigned char)s[i + 2]) &&
+        sscanf(s + i + 1, "%2x", &v) == 1) {
+      *o++ = (char)v;
+      i += 2;
+    } else {
+      *o++ = s[i];
+    }
+  }
+  *o = 0;
+  return out;
+}
+
+static bool parse_long(const char *s, long min, long max, long *out) {
+  int64_t v;
+  if (!kg_parse_int64(s, &v) || v < min || v > max) return false;
+  *out = (long)v;
+  return true;
+}
+
+int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
+  *out = NULL;
+  static const char prefix[] = "webhdfs://";
+  if (strncmp(uri, prefix, sizeof prefix - 1))
+    return kg_fail(errbuf, KG_EINVAL, "%s: not a webhdfs:// URI", uri);
+  const char *authority = uri + sizeof prefix - 1;
+  size_t alen = strcspn(authority, "/?#");
+  const char *rest = authority + alen;
+  char *user = NULL;
+  const char *at = memchr(authority, '@', alen);
+  const char *hostport = authority;
+  if (at) {
+    user = unescape(authority, (size_t)(at - authority));
+    hostport = at + 1;
+  }
+  size_t hlen = (size_t)(authority + alen - hostport);
+  const char *colon = memchr(hostport, ':', hlen);
+  int rc = KG_OK;
+  webhdfs_t *w = kg_xcalloc(1, sizeof *w);
+  w->attempts = WEBHDFS_ATTEMPTS;
+  w->connect_ms = WEBHDFS_CONNECT_TIMEOUT_MS;
+  w->timeout_ms = WEBHDFS_TIMEOUT_MS;
+  long port = 0;
+  if (!hlen || !colon || colon == hostport) {
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: expected webhdfs://[USER@]HOST:PORT, PORT being the NameNode's HTTP port "
+                                    "(dfs.namenode.http-address, 9870 by default)", uri);
+  } else {
+    char *p = kg_xstrndup(colon + 1, (size_t)(hostport + hlen - colon - 1));
+    if (!parse_long(p, 1, 65535, &port))
+      rc = kg_fail(errbuf, KG_EINVAL, "%s: the port '%s' is not a number from 1 to 65535", uri, p);
+    free(p);
+  }
+  /* The path part must be empty: paths come from the properties that name folders. */
+  if (!rc && *rest == '/' && rest[1] && rest[1] != '?')
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: a file system URI names no path (give folders as absolute paths in their "
+                                    "own properties)", uri);
+  if (!rc && *rest == '/') rest++;
+  if (!rc && *rest == '#') rc = kg_fail(errbuf, KG_EINVAL, "%s: a file system URI has no fragment", uri);
+  /* The query: user.name, auth (simple only), and the client's timeouts and tries. */
+  if (!rc && *rest == '?') {
+    const char *q = rest + 1;
+    while (*q && !rc) {
+      size_t plen = strcspn(q, "&");
+      const char *eq = memchr(q, '=', plen);
+      char *key = unescape(q, eq ? (size_t)(eq - q) : plen);
+      char *value = eq ? unescape(eq + 1, (size_t)(q + plen - eq - 1)) : kg_xstrdup("");
+      if (!strcmp(key, "user.name")) {
+        free(user);
+        user = kg_xstrdup(value);
+      } else if (!strcmp(key, "auth")) {
+        if (!strcmp(value, "kerberos") || !strcmp(value, "KERBEROS"))
+          rc = kg_fail(errbuf, KG_EINVAL, "%s: Kerberos (SPNEGO) authentication is not supported: kingest speaks "
+                                          "WebHDFS with simple authentication (user.name) only", uri);
+        else if (strcmp(value, "simple"))
+          rc = kg_fail(errbuf, KG_EINVAL, "%s: auth=%s: unknown authentication (kingest has: simple)", uri, value);
+      } else if (!strcmp(key, "connect.timeout.ms")) {
+        if (!parse_long(value, 1, 600000, &w->connect_ms))
+          rc = kg_fail(errbuf, KG_EINVAL, "%s: connect.timeout.ms=%s: expected milliseconds from 1 to 600000", uri, value);
+      } else if (!strcmp(key, "timeout.ms")) {
+        if (!parse_long(value, 1000, 3600000, &w->timeout_ms))
+          rc = kg_fail(errbuf, KG_EINVAL, "%s: timeout.ms=%s: expected milliseconds from 1000 to 3600000", uri, value);
+      } else if (!strcmp(key, "attempts")) {
+        long a = 0;
+        if (!parse_long(value, 1, 20, &a))
+          rc = kg_fail(errbuf, KG_EINVAL, "%s: attempts=%s: expected a number from 1 to 20", uri, value);
+        w->attempts = (int)a;
+      } else {
+        rc = kg_fail(errbuf, KG_EINVAL, "%s: unknown parameter '%s' (kingest has: user.name, auth, "
+                                        "connect.timeout.ms, timeout.ms, attempts)", uri, key);
+      }
+      free(key);
+      free(value);
+      q += plen;
+      if (*q == '&') q++;
+    }
+  }
+  if (!rc && (!user || !*user)) {
+    free(user);
+    const char *env = getenv("USER");
+    struct passwd pw, *found = NULL;
+    char buf[1024];
+    if (env && *env)
+      user = kg_xstrdup(env);
+    else if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) == 0 && found)
+      user = kg_xstrdup(found->pw_name);
+    else
+      rc = kg_fail(errbuf, KG_EINVAL, "%s: no user name (set $USER, or give webhdfs://USER@HOST:PORT)", uri);
+  }
+  if (rc) {
+    free(user);
+    free(w);
+    return rc;
+  }
+  char *host = kg_xstrndup(hostport, (size_t)(colon - hostport));
+  w->base = kg_xasprintf("http://%s:%ld/webhdfs/v1", host, port);
+  w->name = kg_xasprintf("webhdfs://%s:%ld", host, port);
+  kg_buf_t u = {0};
+  append_escaped(&u, user, false);
+  w->user = u.data;
+  free(host);
+  free(user);
+  kg_fs_t *fs = kg_xcalloc(1, sizeof *fs);
+  fs->scheme = "webhdfs";
+  fs->mkdirs = webhdfs_mkdirs;
+  fs->create = webhdfs_create;
+  fs->rename = webhdfs_rename;
+  fs->exists = webhdfs_exists;
+  fs->list = webhdfs_list;
+  fs->remove_tree = webhdfs_remove_tree;
+  fs->sync = webhdfs_sync;
+  fs->check_writable = webhdfs_check_writable;
+  fs->same_volume = webhdfs_same_volume;
+  fs->close = webhdfs_close;
+  fs->data = w;
+  *out = fs;
+  return KG_OK;
+}
