@@ -10,6 +10,7 @@
  * reads the value (KG_FIELD), and the output of `kingest properties --markdown` pasted over README.md's table
  * (readme_spec checks they agree; test_props checks the row). */
 #include "config.h"
+#include "fs.h"
 #include "partition.h"
 
 #include <errno.h>
@@ -262,19 +263,26 @@ static const kg_property_t properties[] = {
      .type = KG_PROP_ENUM,
      .def = "HDFS",
      .names = destinations,
-     .doc = "`HDFS` or `LOCAL`; a standalone run writes to the local file system."},
+     .doc = "`HDFS` or `LOCAL`, as Gobblin names them; the file system written to is `writer.fs.uri`'s."},
     {.name = "writer.fs.uri",
      .type = KG_PROP_FS_URI,
-     .def = "file:///",
-     .doc = "File system of the writer: must be local in standalone mode; an `hdfs://` URI is an error."},
+     .def_doc = "fs.uri's",
+     .doc = "File system of the task data (`task.data.root.dir`) and the final folder: `file:///`, or "
+            "`webhdfs://HOST:PORT` (or `webhdfs://USER@HOST:PORT`) for HDFS through WebHDFS, PORT being the NameNode's "
+            "HTTP port ([HDFS](#hdfs)); an `hdfs://` URI is refused with that hint."},
     {.name = "fs.uri",
      .type = KG_PROP_FS_URI,
      .def = "file:///",
-     .doc = "Default file system: must be local in standalone mode; an `hdfs://` URI is an error."},
+     .doc = "Default file system, for `writer.fs.uri` and `data.publisher.fs.uri`."},
+    {.name = "data.publisher.fs.uri",
+     .type = KG_PROP_FS_URI,
+     .def_doc = "writer.fs.uri's",
+     .doc = "File system of the final folder; it must be the writer's (publishing from one file system to another "
+            "is not implemented)."},
     {.name = "state.store.fs.uri",
      .type = KG_PROP_FS_URI,
      .def = "file:///",
-     .doc = "File system of the state store: must be local in standalone mode; an `hdfs://` URI is an error."},
+     .doc = "File system of the state store: local (`file:///`), whatever the output's."},
     {.name = "writer.output.format",
      .type = KG_PROP_ENUM,
      .names = formats,
@@ -1119,12 +1127,21 @@ int kg_property_parse(const kg_property_t *p, const char *key, const char *origi
     return kg_fail(errbuf, KG_EINVAL, "%s: unknown class '%s' for property %s: kingest provides %s", origin, value, key,
                    list);
   }
-  case KG_PROP_FS_URI:
+  case KG_PROP_FS_URI: {
     if (!*value || !strncmp(value, "file:", 5)) return KG_OK;
-    return kg_fail(errbuf, KG_EINVAL,
-                   "%s: property %s=%s: standalone runs write to the local file system (file:///); "
-                   "HDFS is used by the MapReduce launcher",
-                   origin, key, value);
+    if (!strcmp(p->name, "state.store.fs.uri"))
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: property %s=%s: the state store is a local SQLite database (file:///); the output may go to "
+                     "HDFS (writer.fs.uri)",
+                     origin, key, value);
+    /* The backend's own check of the URI (no request is made). */
+    kg_fs_t *fs = NULL;
+    char why[KG_ERRLEN];
+    int rc = kg_fs_open(value, key, &fs, why);
+    kg_fs_close(fs);
+    if (rc) return kg_fail(errbuf, rc, "%s: %s", origin, why);
+    return KG_OK;
+  }
   }
   return kg_fail(errbuf, KG_EINVAL, "%s: property %s has no type", origin, key);
 }

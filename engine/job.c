@@ -127,6 +127,12 @@ static int open_outputs(kg_job_t *job, char *errbuf) {
     fs_uri = kg_props_get(c->props, "fs.uri");
     fs_property = "fs.uri";
   }
+  const char *pub = kg_props_get(c->props, "data.publisher.fs.uri");
+  if (pub && *pub && strcmp(pub, fs_uri && *fs_uri ? fs_uri : "file:///"))
+    return kg_fail(errbuf, KG_EINVAL,
+                   "data.publisher.fs.uri=%s differs from %s=%s: publishing from one file system to another is not "
+                   "implemented; write the task data to the final folder's file system",
+                   pub, fs_property, fs_uri && *fs_uri ? fs_uri : "file:///");
   int rc = kg_fs_open(fs_uri, fs_property, &job->fs, errbuf);
   if (!rc) rc = kg_writer_find(kg_props_get(c->props, "writer.builder.class"), c->output_format, &job->writer, errbuf);
   return rc;
