@@ -343,32 +343,46 @@ typedef struct {
   const webhdfs_t *w;
   char *path;
   kg_fs_mode_t mode;
-  int fd;           /* the unnamed spool file: bytes [handed, size) of the stream */
+  int fd;           /* the unnamed spool file: bytes [handed, handed + in_fd) of the stream */
+  int64_t in_fd;    /* bytes in it */
+  kg_buf_t pending; /* the bytes after those, [handed + in_fd, size): writes go to the file a buffer at a time */
   int64_t size;     /* bytes written, minus those taken back */
   int64_t handed;   /* bytes already on HDFS (sync), which cannot be taken back */
   bool made;        /* the file exists on HDFS (this stream made it, or appends to it) */
   bool ours;        /* this stream made the file (abort removes it) */
 } webhdfs_stream_t;
 
+/* Bytes collected before a write to the spool file: one system call per buffer, not per record. */
+#define SPOOL_BUFFER (256 * 1024)
+
 static void stream_free(webhdfs_stream_t *s) {
   if (s->fd >= 0) close(s->fd);
+  kg_buf_free(&s->pending);
   free(s->path);
   free(s);
 }
 
-static int stream_write(kg_fs_stream_t *stream, const void *data, size_t len, char *errbuf) {
-  webhdfs_stream_t *s = (webhdfs_stream_t *)stream;
-  const char *p = data;
-  size_t left = len;
+/* Writes the pending bytes to the spool file. */
+static int spool(webhdfs_stream_t *s, char *errbuf) {
+  const char *p = s->pending.data;
+  size_t left = s->pending.len;
   while (left) {
-    ssize_t n = pwrite(s->fd, p, left, (off_t)(s->size - s->handed));
+    ssize_t n = pwrite(s->fd, p, left, (off_t)s->in_fd);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return kg_fail(errbuf, KG_EIO, "cannot spool to a local temporary file: %s", strerror(errno));
     p += n;
     left -= (size_t)n;
-    s->size += n;
+    s->in_fd += n;
   }
+  s->pending.len = 0;
   return KG_OK;
+}
+
+static int stream_write(kg_fs_stream_t *stream, const void *data, size_t len, char *errbuf) {
+  webhdfs_stream_t *s = (webhdfs_stream_t *)stream;
+  kg_buf_append(&s->pending, data, len);
+  s->size += (int64_t)len;
+  return s->pending.len >= SPOOL_BUFFER ? spool(s, errbuf) : KG_OK;
 }
 
 static int stream_truncate(kg_fs_stream_t *stream, int64_t size, char *errbuf) {
@@ -378,8 +392,14 @@ static int stream_truncate(kg_fs_stream_t *stream, int64_t size, char *errbuf) {
   if (size < s->handed)
     return kg_fail(errbuf, KG_EIO, "cannot take back bytes already synced to HDFS (%lld bytes there, truncating to %lld)",
                    (long long)s->handed, (long long)size);
-  if (ftruncate(s->fd, (off_t)(size - s->handed)) != 0)
-    return kg_fail(errbuf, KG_EIO, "cannot truncate the local temporary file: %s", strerror(errno));
+  if (size >= s->handed + s->in_fd) { /* within the pending bytes */
+    s->pending.len = (size_t)(size - s->handed - s->in_fd);
+  } else {
+    if (ftruncate(s->fd, (off_t)(size - s->handed)) != 0)
+      return kg_fail(errbuf, KG_EIO, "cannot truncate the local temporary file: %s", strerror(errno));
+    s->in_fd = size - s->handed;
+    s->pending.len = 0;
+  }
   s->size = size;
   return KG_OK;
 }
@@ -387,6 +407,8 @@ static int stream_truncate(kg_fs_stream_t *stream, int64_t size, char *errbuf) {
 /* Hands the spooled bytes to HDFS: CREATE the first time (also for an empty file), APPEND later. */
 static int stream_hand(webhdfs_stream_t *s, char *errbuf) {
   if (s->made && s->size == s->handed) return KG_OK;
+  int src = spool(s, errbuf);
+  if (src) return src;
   bool exists = false;
   int rc = upload(s->w, s->path, s->made, s->fd, 0, s->size - s->handed, &exists, errbuf);
   if (rc && exists && s->mode == KG_FS_APPEND && !s->made) {
@@ -400,6 +422,7 @@ static int stream_hand(webhdfs_stream_t *s, char *errbuf) {
   if (!s->made) s->ours = true;
   s->made = true;
   s->handed = s->size;
+  s->in_fd = 0;
   if (ftruncate(s->fd, 0) != 0)
     return kg_fail(errbuf, KG_EIO, "cannot empty the local temporary file: %s", strerror(errno));
   return KG_OK;
