@@ -94,20 +94,31 @@ int kg_commit(kg_state_t *state, kg_fs_t *fs, const char *job_id, const char *fi
   bool journaled = rc == KG_OK;
   if (journaled) kg_crash_point("journaled");
   size_t moved = 0;
+  bool unknown = false; /* a failed move may have happened, and the file system cannot tell */
   while (!rc && moved < nmoves) {
     rc = kg_fs_move(fs, moves[moved].src, moves[moved].dst, errbuf);
     if (!rc) {
       moved++;
       kg_crash_point("publish");
     } else {
-      /* A move whose folders could not be synced did rename the file: undo it with the others. */
+      /* A move whose folders could not be synced did rename the file, and so may a rename whose answer was lost
+       * (a NameNode that died after doing it): undo it with the others. When the file system cannot say where
+       * the file is, the move may have happened: the journal must stay. */
+      char look_err[KG_ERRLEN];
       bool src = true, dst = false;
-      if (!kg_fs_exists(fs, moves[moved].src, &src, NULL) && !src && !kg_fs_exists(fs, moves[moved].dst, &dst, NULL) &&
-          dst)
+      if (kg_fs_exists(fs, moves[moved].src, &src, look_err) ||
+          (!src && kg_fs_exists(fs, moves[moved].dst, &dst, look_err)))
+        unknown = true;
+      else if (!src && dst)
         moved++;
     }
   }
-  if (rc && journaled) {
+  if (rc && journaled && unknown) {
+    /* Neither undone nor dropped: the next run finds the journal and finishes the commit (the move that may have
+     * happened included), before anything else. */
+    KG_ERROR("The commit of %s stays journaled: a move failed and the file system cannot tell whether it happened; "
+             "the next run finishes it", job_id);
+  } else if (rc && journaled) {
     /* A move failed: put back the ones made, then drop the journal, so that the run leaves no trace. If a
      * file cannot be put back, the journal stays and the next run finishes the commit instead. */
     char undo_err[KG_ERRLEN];

@@ -172,7 +172,19 @@ static int prepare(kg_job_t *job, kg_lock_t **lock, kg_state_t **state, char *er
 static void report(kg_job_t *job, kg_state_t *state, bool recorded, int rc, kg_outcome_t outcome, const char *error) {
   if (rc == KG_ELOCKED) return; /* another run's: nothing of this one to report */
   char err[KG_ERRLEN];
-  if (job->fs && kg_fs_remove_tree(job->fs, job->job_dir, err)) KG_WARN("%s", err);
+  /* A commit of this run that stays journaled (a move failed and could not be undone, or may have happened) is
+   * finished by the next run from the task output: that must stay. */
+  char *pending = NULL;
+  kg_move_t *moves = NULL;
+  size_t nmoves = 0;
+  bool keep = state && !kg_state_pending(state, &pending, &moves, &nmoves, err) && pending &&
+              !strcmp(pending, job->job_id);
+  free(pending);
+  kg_state_free_moves(moves, nmoves);
+  if (keep)
+    KG_WARN("Keeping the task data in %s: the next run finishes this run's commit from it", job->job_dir);
+  else if (job->fs && kg_fs_remove_tree(job->fs, job->job_dir, err))
+    KG_WARN("%s", err);
   kg_report_failed_records(job->tasks, job->ntasks);
   kg_report_write(&job->report, job->tasks, job->ntasks, &job->metrics, rc == KG_OK);
   static const char *outcomes[] = {"SUCCESSFUL", "PARTIAL", "STOPPED"};

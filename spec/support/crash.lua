@@ -11,6 +11,10 @@
 -- Some cycles produce their records while the killed run is going on, so runs also plan and read partitions
 -- that grow under them.
 --
+-- With OPTS.hdfs (a webhdfs://HOST:PORT URI), the job keeps its task data and its final dir on HDFS
+-- (writer.fs.uri), and every check reads them through WebHDFS with curl (LISTSTATUS and OPEN,
+-- spec/support/webhdfs.lua), never with kingest; without it, both are on the local disk.
+--
 -- Checks, after every kill: no published file is partial (each ends with the delimiter and holds known records
 -- of its own topic only) and no record is in the final dir twice. After every successful run: the final dir
 -- holds exactly the records below the stored offsets (read with sqlite3), each once, and none past them;
@@ -40,6 +44,7 @@ local DEFAULTS = {
   concurrent = 0.3,       -- probability that a cycle's records are produced while its killed run goes on
   max_reruns = 5,         -- clean runs allowed to reach a successful one after kills
   max_violations = 50,
+  hdfs = nil,             -- a webhdfs:// URI: task data and final dir on that HDFS
 }
 
 local Campaign = {}
@@ -108,8 +113,22 @@ function Campaign:setup()
     H.create_topic(t, self.partitions)
     self.topic_names[i] = t
   end
-  self.final = self.work .. "/job-output"
-  self.task_data = self.work .. "/task-data"
+  local fs_props = ""
+  if self.hdfs then
+    self.W = require("support.webhdfs")
+    self.hdfs_http = self.W.http_of(self.hdfs)
+    self.hdfs_root = "/kingest/" .. H.unique(self.name)
+    self.final = self.hdfs_root .. "/job-output"
+    self.task_data = self.hdfs_root .. "/task-data"
+    fs_props = table.concat({
+      string.format("  [\"writer.fs.uri\"] = %q,", self.hdfs),
+      string.format("  [\"task.data.root.dir\"] = %q,", self.task_data),
+      string.format("  [\"data.publisher.final.dir\"] = %q,", self.final),
+    }, "\n")
+  else
+    self.final = self.work .. "/job-output"
+    self.task_data = self.work .. "/task-data"
+  end
   self.db = self.work .. "/state-store/" .. self.job_name .. ".db"
   local cost = ""
   if self.record_cost_us > 0 then
@@ -134,12 +153,13 @@ function Campaign:setup()
     "  [\"mr.job.max.mappers\"] = tonumber(os.getenv(\"KINGEST_CRASH_MAPPERS\") or \"3\"),",
     "  [\"kafka.fetch.batch.size\"] = tonumber(os.getenv(\"KINGEST_CRASH_BATCH\") or \"1000\"),",
     "  [\"writer.file.max.records\"] = tonumber(os.getenv(\"KINGEST_CRASH_ROLL\") or \"\"),",
+    fs_props,
     cost,
     "}",
   }, "\n") .. "\n")
   self:produce(self.initial, true)
-  self:log("crash harness: seed %d, %d topics x %d partitions, work dir %s", self.seed, self.topics,
-    self.partitions, self.work)
+  self:log("crash harness: seed %d, %d topics x %d partitions, work dir %s%s", self.seed, self.topics,
+    self.partitions, self.work, self.hdfs and (", on " .. self.hdfs .. self.hdfs_root) or "")
 end
 
 -- Produces new records: up to N per partition (exactly N when EXACT), with at least one in a partition of
@@ -277,7 +297,7 @@ function Campaign:note_half_published()
   local moved, total = 0, 0
   for _, row in ipairs(H.sqlite(self.db, "SELECT dst FROM pending_moves")) do
     total = total + 1
-    if H.slurp(row[1]) then moved = moved + 1 end
+    if self:exists(row[1]) then moved = moved + 1 end
   end
   if moved > 0 and moved < total then self.stats.between_moves = self.stats.between_moves + 1 end
 end
@@ -327,11 +347,8 @@ end
 -- Brings the view of the final dir up to date: reads the files that are new or changed since the last scan,
 -- and notes files that are partial, hold unknown records, or vanished.
 function Campaign:scan()
-  local code, out, err = H.sh("cd " .. H.q(self.final) .. " 2>/dev/null && find . -type f -printf '%P\\t%s\\n' || true")
-  assert(code == 0, "find: " .. err)
   local present = {}
-  for path, size in out:gmatch("([^\t\n]+)\t(%d+)\n") do
-    size = tonumber(size)
+  for path, size in pairs(self:final_files()) do
     present[path] = true
     local known = self.files[path]
     if not known or known.size ~= size then
@@ -368,7 +385,7 @@ function Campaign:forget(path)
 end
 
 function Campaign:read_file(path, size)
-  local text = H.slurp(self.final .. "/" .. path) or ""
+  local text = self:read_final(path)
   local entry = { size = size, lines = {}, unknown = 0 }
   local topic = path:match("^([^/]+)/part%.task_.+%.txt$")
   if not topic then self:violation("unknown", "unexpected file in the final dir: %s", path) end
@@ -424,10 +441,36 @@ function Campaign:after_kill(what)
   if t.doubled > 0 then self:violation("doubled", "%d records are in the final dir twice after the kill", t.doubled) end
 end
 
--- The files under DIR (recursively), as paths relative to it.
-local function files_under(dir)
-  local _, out = H.sh("cd " .. H.q(dir) .. " 2>/dev/null && find . -type f")
+-- The files under DIR (recursively), as paths relative to it, sorted.
+function Campaign:files_under(dir)
+  if self.hdfs then return self.W.paths(dir, self.hdfs_http) end
+  local _, out = H.sh("cd " .. H.q(dir) .. " 2>/dev/null && find . -type f -printf '%P\\n' | sort")
   return H.lines(out)
+end
+
+-- The files in the final dir: { ["relative/path"] = size }.
+function Campaign:final_files()
+  if self.hdfs then return self.W.list(self.final, self.hdfs_http) end
+  local code, out, err = H.sh("cd " .. H.q(self.final) .. " 2>/dev/null && find . -type f -printf '%P\\t%s\\n' || true")
+  assert(code == 0, "find: " .. err)
+  local files = {}
+  for path, size in out:gmatch("([^\t\n]+)\t(%d+)\n") do files[path] = tonumber(size) end
+  return files
+end
+
+-- The bytes of the final dir's file PATH (relative), "" when it cannot be read.
+function Campaign:read_final(path)
+  if self.hdfs then
+    local ok, text = pcall(self.W.read, self.final .. "/" .. path, self.hdfs_http)
+    return ok and text or ""
+  end
+  return H.slurp(self.final .. "/" .. path) or ""
+end
+
+-- Whether file PATH (absolute, on the job's file system) exists.
+function Campaign:exists(path)
+  if self.hdfs then return self.W.exists(path, self.hdfs_http) end
+  return H.slurp(path) ~= nil
 end
 
 -- Checks the final dir, the task data and the state store after a successful run. BEFORE: the broker's latest
@@ -443,7 +486,7 @@ function Campaign:after_success(what, before)
     self:violation("doubled", "%d partitions have records at or past their stored offset: the next run pulls them again",
       t.ahead)
   end
-  local left = files_under(self.task_data)
+  local left = self:files_under(self.task_data)
   if #left > 0 then
     self:violation("task-data", "task.data.root.dir holds %d files after a successful run: %s", #left, table.concat(left, ", "))
   end

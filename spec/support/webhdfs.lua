@@ -1,0 +1,153 @@
+-- spec.support.webhdfs: the HDFS of scripts/hadoop as the specs see it, independently of kingest: its commands
+-- (scripts/hadoop, FsShell among them), and WebHDFS through curl, which is fast enough to read many files (one
+-- FsShell call starts a JVM, over a second).
+--
+--   local W = require("support.webhdfs")
+--   W.uri()                      -- "webhdfs://127.0.0.1:PORT", for writer.fs.uri
+--   W.list("/some/dir")          -- { ["sub/part.x.txt"] = size, ... }, every file under it (none when missing)
+--   W.read("/some/dir/file")     -- the file's bytes (curl OPEN, following the redirect to the DataNode)
+local H = require("support.harness")
+local cjson = require("cjson")
+
+local W = {}
+
+local function trim(s) return (s:gsub("%s+$", "")) end
+
+-- Runs scripts/hadoop ARGS...; returns status, stdout, stderr.
+function W.hadoop(args)
+  local cmd = H.q(H.root .. "/scripts/hadoop")
+  for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
+  return H.sh(cmd)
+end
+
+-- Like W.hadoop, but errors unless it succeeded; returns stdout.
+function W.hadoop_ok(args)
+  local code, out, err = W.hadoop(args)
+  assert(code == 0, "scripts/hadoop " .. table.concat(args, " ") .. " exited " .. tostring(code) .. ":\n" .. err)
+  return out
+end
+
+-- The user WebHDFS requests are made as: the current one, who runs the NameNode and is its superuser.
+W.user = (function()
+  local _, out = H.sh("id -un")
+  return trim(out)
+end)()
+
+-- The WebHDFS base URL, http://127.0.0.1:PORT (asked of scripts/hadoop once).
+function W.url()
+  if not W._url then
+    local code, out, err = W.hadoop({ "url" })
+    assert(code == 0, "no HDFS: " .. err)
+    W._url = trim(out)
+  end
+  return W._url
+end
+
+-- kingest's file system URI for it; with USER, webhdfs://USER@HOST:PORT.
+function W.uri(user)
+  return (W.url():gsub("^http://", "webhdfs://" .. (user and (user .. "@") or "")))
+end
+
+-- The base URL of a webhdfs:// URI (http://HOST:PORT).
+function W.http_of(uri)
+  return (uri:gsub("^webhdfs://[^@/]*@", "http://"):gsub("^webhdfs://", "http://"))
+end
+
+local function escape_path(path)
+  return (path:gsub("[^%w%-%._~/]", function(c) return string.format("%%%02X", c:byte()) end))
+end
+
+-- The URL of OP on PATH at BASE (default W.url()).
+local function op_url(path, op, base, extra)
+  return string.format("%s/webhdfs/v1%s?op=%s&user.name=%s%s", base or W.url(), escape_path(path), op, W.user,
+    extra or "")
+end
+
+-- A GET of URL with curl (following redirects); returns the HTTP status and the body.
+local function get(url)
+  local out = os.tmpname()
+  local code, status, err = H.sh("curl -s -L -m 30 -o " .. H.q(out) .. " -w '%{http_code}' " .. H.q(url))
+  local body = H.slurp(out) or ""
+  os.remove(out)
+  assert(code == 0, "curl " .. url .. ": " .. err)
+  return tonumber(status), body
+end
+
+-- The entries of folder PATH: { { name =, type = "FILE"|"DIRECTORY", length = } }, nil when it does not exist.
+function W.ls(path, base)
+  local status, body = get(op_url(path, "LISTSTATUS", base))
+  if status == 404 then return nil end
+  assert(status == 200, "LISTSTATUS " .. path .. ": HTTP " .. tostring(status) .. ": " .. body:sub(1, 300))
+  local entries = {}
+  for _, st in ipairs(cjson.decode(body).FileStatuses.FileStatus) do
+    entries[#entries + 1] = { name = st.pathSuffix, type = st.type, length = st.length }
+  end
+  return entries
+end
+
+-- Every file under folder DIR, recursively: { ["relative/path"] = size } ({} when DIR does not exist).
+function W.list(dir, base)
+  local files = {}
+  local function walk(path, rel)
+    for _, e in ipairs(W.ls(path, base) or {}) do
+      local r = rel == "" and e.name or (rel .. "/" .. e.name)
+      if e.type == "DIRECTORY" then walk(path .. "/" .. e.name, r) else files[r] = e.length end
+    end
+  end
+  walk(dir, "")
+  return files
+end
+
+-- The sorted relative paths of W.list(DIR).
+function W.paths(dir, base)
+  local paths = {}
+  for p in pairs(W.list(dir, base)) do paths[#paths + 1] = p end
+  table.sort(paths)
+  return paths
+end
+
+-- The bytes of file PATH (OPEN); errors when it cannot be read.
+function W.read(path, base)
+  local status, body = get(op_url(path, "OPEN", base))
+  assert(status == 200, "OPEN " .. path .. ": HTTP " .. tostring(status) .. ": " .. body:sub(1, 300))
+  return body
+end
+
+-- Whether PATH (a file or a folder) exists.
+function W.exists(path, base)
+  local status, body = get(op_url(path, "GETFILESTATUS", base))
+  assert(status == 200 or status == 404, "GETFILESTATUS " .. path .. ": HTTP " .. tostring(status) .. ": " ..
+    body:sub(1, 300))
+  return status == 200
+end
+
+-- The lines of every file under DIR, in path order, read with curl OPEN; and the sorted paths.
+function W.lines(dir, base)
+  local lines, paths = {}, W.paths(dir, base)
+  for _, p in ipairs(paths) do
+    for l in W.read(dir .. "/" .. p, base):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+  end
+  return lines, paths
+end
+
+-- The lines of every file under DIR read by Hadoop's FsShell (-ls -R, then one -text of all files): slow (a JVM
+-- per call), but Hadoop's own reader. Returns the lines and the sorted absolute paths.
+function W.fs_lines(dir)
+  local code, out, err = W.hadoop({ "fs", "-ls", "-R", dir })
+  assert(code == 0, "fs -ls: " .. err)
+  local files = {}
+  for line in out:gmatch("[^\n]+") do
+    if line:sub(1, 1) == "-" then files[#files + 1] = line:match("(%S+)$") end
+  end
+  table.sort(files)
+  local lines = {}
+  if #files > 0 then
+    local args = { "fs", "-text" }
+    for _, f in ipairs(files) do args[#args + 1] = f end
+    local text = W.hadoop_ok(args)
+    for l in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+  end
+  return lines, files
+end
+
+return W
