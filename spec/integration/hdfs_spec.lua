@@ -2,44 +2,9 @@
 -- scripts/hadoop: task data and the final folder on HDFS, the state store local; published files read back with
 -- Hadoop's own FsShell, never with kingest; and the errors of a WebHDFS that does not answer and an hdfs:// URI.
 local H = require("support.harness")
+local W = require("support.webhdfs")
 
-local function trim(s) return (s:gsub("%s+$", "")) end
-
-local function hadoop(args)
-  local cmd = H.q(H.root .. "/scripts/hadoop")
-  for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
-  return H.sh(cmd)
-end
-
-local webhdfs_url
-local function webhdfs()
-  if not webhdfs_url then
-    local code, out, err = hadoop({ "url" })
-    assert(code == 0, "no HDFS: " .. err)
-    webhdfs_url = trim(out):gsub("^http://", "webhdfs://")
-  end
-  return webhdfs_url
-end
-
--- The lines of every file under PATH on HDFS, read by FsShell (-cat of each file -ls -R lists), and the files.
-local function hdfs_lines(path)
-  local code, out, err = hadoop({ "fs", "-ls", "-R", path })
-  assert(code == 0, "fs -ls: " .. err)
-  local files = {}
-  for line in out:gmatch("[^\n]+") do
-    if line:sub(1, 1) == "-" then files[#files + 1] = line:match("(%S+)$") end
-  end
-  table.sort(files)
-  local lines = {}
-  if #files > 0 then
-    local args = { "fs", "-text" }
-    for _, f in ipairs(files) do args[#args + 1] = f end
-    local c2, text, e2 = hadoop(args)
-    assert(c2 == 0, "fs -text: " .. e2)
-    for l in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
-  end
-  return lines, files
-end
+local hadoop, webhdfs, hdfs_lines = W.hadoop, W.uri, W.fs_lines
 
 describe("output to HDFS through WebHDFS", function()
   local job = H.job_writer("HdfsJob")
