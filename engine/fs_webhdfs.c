@@ -639,23 +639,25 @@ static int webhdfs_remove_tree(kg_fs_t *fs, const char *path, char *errbuf) {
  * once the NameNode has answered it (it logs the change before answering). */
 static int webhdfs_sync(kg_fs_t *fs, const char *path, char *errbuf) { return KG_OK; }
 
-static atomic_uint probe_counter;
-
+/* No probe file: a run killed between making one and removing it would leave it in the final folder for readers
+ * to find (HDFS has no unnamed files). MKDIRS is refused in safe mode even for a folder that exists, and
+ * CHECKACCESS asks the NameNode whether the user may make files in the folder; a quota is met by the first write
+ * or rename that passes it, which fails the run with the NameNode's message. */
 static int webhdfs_check_writable(kg_fs_t *fs, const char *path, const char *property, char *errbuf) {
   const webhdfs_t *w = state(fs);
   char why[KG_ERRLEN];
   if (webhdfs_mkdirs(fs, path, why)) return kg_fail(errbuf, KG_EIO, "%s: %s", property, why);
-  /* A real file, made and removed: the only way to see permissions, safe mode and quotas as a writer will. */
-  char *probe = kg_xasprintf("%s%s.kingest-write-check.%d.%u", path, path[strlen(path) - 1] == '/' ? "" : "/",
-                             (int)getpid(), atomic_fetch_add(&probe_counter, 1));
-  bool exists = false;
-  int rc = upload(w, probe, false, -1, 0, 0, &exists, why);
+  char *url = op_url(w, path, "CHECKACCESS", "&fsaction=-wx");
+  reply_t r = {0};
+  int rc = request(w, "GET", url, NULL, RETRY_IDEMPOTENT, &r, why);
   if (rc) {
-    kg_fail(errbuf, KG_EIO, "%s: %s on %s is not writable: %s", property, path, w->name, why);
-  } else if (webhdfs_remove_tree(fs, probe, why)) {
-    rc = kg_fail(errbuf, KG_EIO, "%s: %s", property, why);
+    kg_fail(errbuf, KG_EIO, "%s: cannot check that %s on %s is writable: %s", property, path, w->name, why);
+  } else if (r.status != 200) {
+    answer_reason(&r, why, sizeof why);
+    rc = kg_fail(errbuf, KG_EIO, "%s: %s on %s is not writable: %s", property, path, w->name, why);
   }
-  free(probe);
+  kg_buf_free(&r.body);
+  free(url);
   return rc;
 }
 
