@@ -1,11 +1,123 @@
 /* commit.c: publishing and storing offsets, exactly once (commit.h). */
 #include "commit.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int kg_commit_recover(kg_state_t *state, kg_fs_t *fs, char *errbuf) {
+/* ---- one file ------------------------------------------------------------------------------------------ */
+
+/* Where an upload to the final folder's file system is written before its rename: next to the file, under a
+ * name readers skip (Hadoop's input formats ignore names that start with "_"), and found again from the
+ * journal's destination alone. */
+static char *upload_path(const char *dst) {
+  const char *slash = strrchr(dst, '/');
+  size_t dir = slash ? (size_t)(slash - dst) + 1 : 0;
+  return kg_xasprintf("%.*s_%s._COPYING_", (int)dir, dst, dst + dir);
+}
+
+/* Publishes one file: a rename on one file system, or an upload under upload_path and a rename across two. */
+static int publish_one(const kg_publish_t *p, const kg_move_t *m, char *errbuf) {
+  if (!kg_publish_crosses(p)) return kg_fs_move(p->src, m->src, m->dst, errbuf);
+  char *tmp = upload_path(m->dst);
+  char *dir = kg_xstrndup(m->dst, (size_t)(strrchr(m->dst, '/') - m->dst));
+  /* An upload a killed run left half done is in the way: it goes first. */
+  int rc = kg_fs_mkdirs(p->dst, dir, errbuf);
+  if (!rc) rc = kg_fs_remove_tree(p->dst, tmp, errbuf);
+  if (!rc) rc = kg_fs_put(p->dst, m->src, tmp, errbuf);
+  if (!rc && (rc = p->dst->rename(p->dst, tmp, m->dst, errbuf))) {
+    char ignored[KG_ERRLEN];
+    bool there = false;
+    if (!kg_fs_exists(p->dst, tmp, &there, ignored) && there) kg_fs_remove_tree(p->dst, tmp, ignored);
+  }
+  free(dir);
+  free(tmp);
+  return rc;
+}
+
+/* Takes a published file back: renamed back to task output, or the upload removed (task output still has it). */
+static int unpublish_one(const kg_publish_t *p, const kg_move_t *m, char *errbuf) {
+  if (!kg_publish_crosses(p)) return kg_fs_move(p->src, m->dst, m->src, errbuf);
+  return kg_fs_remove_tree(p->dst, m->dst, errbuf);
+}
+
+/* *DONE tells whether a move whose attempt failed did happen; an error when the file systems cannot tell. */
+static int was_published(const kg_publish_t *p, const kg_move_t *m, bool *done, char *errbuf) {
+  *done = false;
+  if (kg_publish_crosses(p)) return kg_fs_exists(p->dst, m->dst, done, errbuf);
+  bool src = true;
+  int rc = kg_fs_exists(p->src, m->src, &src, errbuf);
+  if (!rc && !src) rc = kg_fs_exists(p->src, m->dst, done, errbuf);
+  return rc;
+}
+
+/* ---- many files at once ---------------------------------------------------------------------------------- */
+
+/* A publish of many files, on up to parallel.runner.threads threads: closing a file on HDFS waits for the
+ * NameNode, so one file at a time would spend most of a commit waiting. The first failure stops the others from
+ * starting new files. */
+typedef enum { MOVE_PENDING = 0, MOVE_DONE, MOVE_FAILED } move_status_t;
+
+typedef struct {
+  const kg_publish_t *p;
+  const kg_move_t *moves;
+  move_status_t *status;
+  size_t nmoves;
+  pthread_mutex_t mutex;
+  size_t next;  /* the next move to start */
+  bool failed;  /* a move failed: start no more */
+  int rc;       /* the first failure's */
+  char *errbuf; /* and its message */
+} publish_run_t;
+
+static void *publish_worker(void *arg) {
+  publish_run_t *run = arg;
+  char err[KG_ERRLEN];
+  for (;;) {
+    pthread_mutex_lock(&run->mutex);
+    size_t i = run->failed ? run->nmoves : run->next++;
+    pthread_mutex_unlock(&run->mutex);
+    if (i >= run->nmoves) break;
+    int rc = publish_one(run->p, &run->moves[i], err);
+    run->status[i] = rc ? MOVE_FAILED : MOVE_DONE;
+    if (!rc) {
+      kg_crash_point("publish");
+      continue;
+    }
+    pthread_mutex_lock(&run->mutex);
+    if (!run->failed) {
+      run->failed = true;
+      run->rc = rc;
+      snprintf(run->errbuf, KG_ERRLEN, "%s", err);
+    }
+    pthread_mutex_unlock(&run->mutex);
+  }
+  return NULL;
+}
+
+/* Publishes MOVES, leaving in STATUS which were done; the first failure's error. */
+static int publish_all(const kg_publish_t *p, const kg_move_t *moves, size_t nmoves, move_status_t *status,
+                       char *errbuf) {
+  publish_run_t run = {.p = p, .moves = moves, .status = status, .nmoves = nmoves, .errbuf = errbuf};
+  pthread_mutex_init(&run.mutex, NULL);
+  size_t nthreads = p->threads > 1 ? (size_t)p->threads : 1;
+  if (nthreads > nmoves) nthreads = nmoves;
+  pthread_t *threads = kg_xcalloc(nthreads ? nthreads : 1, sizeof *threads);
+  size_t started = 0;
+  while (started + 1 < nthreads && pthread_create(&threads[started], NULL, publish_worker, &run) == 0)
+    started++;
+  publish_worker(&run); /* this thread is one of them */
+  for (size_t t = 0; t < started; t++)
+    pthread_join(threads[t], NULL);
+  free(threads);
+  pthread_mutex_destroy(&run.mutex);
+  return run.rc;
+}
+
+/* ---- the commit ------------------------------------------------------------------------------------------ */
+
+int kg_commit_recover(kg_state_t *state, const kg_publish_t *p, char *errbuf) {
   char *job_id = NULL;
   kg_move_t *moves = NULL;
   size_t nmoves = 0;
@@ -14,11 +126,20 @@ int kg_commit_recover(kg_state_t *state, kg_fs_t *fs, char *errbuf) {
   KG_WARN("Finishing the interrupted commit of %s (%zu files)", job_id, nmoves);
   for (size_t i = 0; i < nmoves && !rc; i++) {
     bool src = false, dst = false;
-    if ((rc = kg_fs_exists(fs, moves[i].src, &src, errbuf))) break;
+    if (kg_publish_crosses(p)) {
+      /* An upload leaves its source: the destination tells whether it was made (its rename is atomic). */
+      if ((rc = kg_fs_exists(p->dst, moves[i].dst, &dst, errbuf)) || dst) continue;
+      if ((rc = kg_fs_exists(p->src, moves[i].src, &src, errbuf))) break;
+    } else if ((rc = kg_fs_exists(p->src, moves[i].src, &src, errbuf))) {
+      break;
+    } else if (!src && !(rc = kg_fs_exists(p->src, moves[i].dst, &dst, errbuf)) && dst) {
+      continue;
+    }
+    if (rc) break;
     if (src) {
-      rc = kg_fs_move(fs, moves[i].src, moves[i].dst, errbuf);
+      rc = publish_one(p, &moves[i], errbuf);
       kg_crash_point("recover");
-    } else if (!(rc = kg_fs_exists(fs, moves[i].dst, &dst, errbuf)) && !dst) {
+    } else {
       rc = kg_fail(errbuf, KG_EIO, "cannot finish the commit of %s: neither %s nor %s exists", job_id, moves[i].src,
                    moves[i].dst);
     }
@@ -29,7 +150,6 @@ int kg_commit_recover(kg_state_t *state, kg_fs_t *fs, char *errbuf) {
   kg_state_free_moves(moves, nmoves);
   return rc;
 }
-
 void kg_commit_remove_dead_runs(const kg_config_t *c, kg_fs_t *fs, const char *job_id) {
   char *root = kg_xasprintf("%s/%s", c->task_data_root, c->job_name);
   char *prefix = kg_xasprintf("job_%s_", c->job_name);
@@ -51,7 +171,7 @@ void kg_commit_remove_dead_runs(const kg_config_t *c, kg_fs_t *fs, const char *j
   free(root);
 }
 
-int kg_commit(kg_state_t *state, kg_fs_t *fs, const char *job_id, const char *final_dir, const kg_task_t *tasks,
+int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, const char *final_dir, const kg_task_t *tasks,
               size_t ntasks, int64_t *duration_ms, char *errbuf) {
   int64_t t0 = kg_mono_ms();
   size_t nmoves = 0, nparts = 0;
@@ -93,24 +213,21 @@ int kg_commit(kg_state_t *state, kg_fs_t *fs, const char *job_id, const char *fi
   int rc = kg_state_commit_begin(state, job_id, moves, nmoves, parts, nparts, errbuf);
   bool journaled = rc == KG_OK;
   if (journaled) kg_crash_point("journaled");
-  size_t moved = 0;
-  bool unknown = false; /* a failed move may have happened, and the file system cannot tell */
-  while (!rc && moved < nmoves) {
-    rc = kg_fs_move(fs, moves[moved].src, moves[moved].dst, errbuf);
-    if (!rc) {
-      moved++;
-      kg_crash_point("publish");
-    } else {
-      /* A move whose folders could not be synced did rename the file, and so may a rename whose answer was lost
-       * (a NameNode that died after doing it): undo it with the others. When the file system cannot say where
-       * the file is, the move may have happened: the journal must stay. */
+  move_status_t *status = kg_xcalloc(nmoves ? nmoves : 1, sizeof *status);
+  if (!rc && nmoves) rc = publish_all(pub, moves, nmoves, status, errbuf);
+  bool unknown = false; /* a failed move may have happened, and the file systems cannot tell */
+  if (rc && journaled) {
+    /* A move whose folders could not be synced did happen, and so may one whose answer was lost (a NameNode that
+     * died after doing it): those are undone with the others. When the file systems cannot say, the move may
+     * have happened: the journal must stay. */
+    for (size_t i = 0; i < nmoves; i++) {
+      if (status[i] != MOVE_FAILED) continue;
       char look_err[KG_ERRLEN];
-      bool src = true, dst = false;
-      if (kg_fs_exists(fs, moves[moved].src, &src, look_err) ||
-          (!src && kg_fs_exists(fs, moves[moved].dst, &dst, look_err)))
+      bool done = false;
+      if (was_published(pub, &moves[i], &done, look_err))
         unknown = true;
-      else if (!src && dst)
-        moved++;
+      else if (done)
+        status[i] = MOVE_DONE;
     }
   }
   if (rc && journaled && unknown) {
@@ -119,25 +236,31 @@ int kg_commit(kg_state_t *state, kg_fs_t *fs, const char *job_id, const char *fi
     KG_ERROR("The commit of %s stays journaled: a move failed and the file system cannot tell whether it happened; "
              "the next run finishes it", job_id);
   } else if (rc && journaled) {
-    /* A move failed: put back the ones made, then drop the journal, so that the run leaves no trace. If a
-     * file cannot be put back, the journal stays and the next run finishes the commit instead. */
+    /* A move failed: take back the ones made, then drop the journal, so that the run leaves no trace. If a
+     * file cannot be taken back, the journal stays and the next run finishes the commit instead. */
     char undo_err[KG_ERRLEN];
     bool undone = true;
-    while (moved > 0) {
-      moved--;
-      if (kg_fs_move(fs, moves[moved].dst, moves[moved].src, undo_err)) {
+    size_t taken = 0;
+    for (size_t i = nmoves; i-- > 0;) {
+      if (status[i] != MOVE_DONE) continue;
+      if (unpublish_one(pub, &moves[i], undo_err)) {
         KG_ERROR("%s", undo_err);
         undone = false;
+      } else {
+        taken++;
       }
     }
+    if (taken) KG_WARN("Took back the %zu files the failed commit of %s had published", taken, job_id);
     if (undone && kg_state_commit_abort(state, job_id, undo_err)) KG_ERROR("%s", undo_err);
   }
   if (!rc) kg_crash_point("finish");
   if (!rc) rc = kg_state_commit_finish(state, job_id, errbuf);
   if (!rc) {
-    KG_INFO("Published %zu files to %s and committed the offsets of %zu partitions", nmoves, final_dir, nparts);
+    KG_INFO("Published %zu files to %s%s and committed the offsets of %zu partitions", nmoves, final_dir,
+            kg_publish_crosses(pub) ? " (uploaded)" : "", nparts);
     *duration_ms = kg_mono_ms() - t0;
   }
+  free(status);
   free(moves);
   free(parts);
   return rc;

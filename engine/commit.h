@@ -9,18 +9,30 @@
 #include "state.h"
 #include "task.h"
 
+/* Where a commit publishes from and to: task output is on SRC (the writer's file system), the final folder on
+ * DST (data.publisher.fs.uri); the same kg_fs_t when they are one file system, and then a file is published by a
+ * rename. Otherwise SRC is the local one and a file is uploaded to DST next to its final path, then renamed there,
+ * so that readers never see half a file. THREADS files are published at once (parallel.runner.threads). */
+typedef struct {
+  kg_fs_t *src;
+  kg_fs_t *dst;
+  int threads;
+} kg_publish_t;
+
+static inline bool kg_publish_crosses(const kg_publish_t *p) { return p->src != p->dst; }
+
 /* Publishes the files of the tasks that succeeded (job.commit.policy=successful commits those only; with full the
  * job commits only when all did) from task output to their final place on FS, and stores their partitions' new
  * offsets and statistics, under JOB_ID: first one transaction records every move and offset, then the files are
  * renamed, then one transaction applies the offsets. A move that fails undoes the moves made and drops the record,
  * so the run leaves no trace; a process killed in between leaves the record for kg_commit_recover. Returns KG_OK
  * with *DURATION_MS, or the error of the step that failed. */
-int kg_commit(kg_state_t *state, kg_fs_t *fs, const char *job_id, const char *final_dir, const kg_task_t *tasks,
+int kg_commit(kg_state_t *state, const kg_publish_t *publish, const char *job_id, const char *final_dir, const kg_task_t *tasks,
               size_t ntasks, int64_t *duration_ms, char *errbuf);
 
-/* Finishes a commit an earlier run recorded but did not complete, moving its files on FS (the writer's file
- * system). KG_OK when there was none. */
-int kg_commit_recover(kg_state_t *state, kg_fs_t *fs, char *errbuf);
+/* Finishes a commit an earlier run recorded but did not complete, publishing what it had not (a file published
+ * is never published again). KG_OK when there was none. */
+int kg_commit_recover(kg_state_t *state, const kg_publish_t *publish, char *errbuf);
 
 /* Removes what earlier runs of the job left in task.data.root.dir when they died (a killed run never cleans up);
  * the folder of the run JOB_ID is kept. Their files were never published: a commit publishes from task output

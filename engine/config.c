@@ -277,8 +277,9 @@ static const kg_property_t properties[] = {
     {.name = "data.publisher.fs.uri",
      .type = KG_PROP_FS_URI,
      .def_doc = "writer.fs.uri's",
-     .doc = "File system of the final folder; it must be the writer's (publishing from one file system to another "
-            "is not implemented)."},
+     .doc = "File system of the final folder. When it is the writer's, a file is published by a rename; when the "
+            "writer's is local and this one is HDFS (`webhdfs://`), the commit uploads each file next to its final "
+            "path (as `_<name>._COPYING_`) and renames it there, exactly once as well ([HDFS](#hdfs))."},
     {.name = "state.store.fs.uri",
      .type = KG_PROP_FS_URI,
      .def = "file:///",
@@ -566,6 +567,14 @@ static const kg_property_t properties[] = {
      .empty_is_default = true,
      KG_FIELD(final_dir),
      .doc = "Where published files go."},
+    {.name = "parallel.runner.threads",
+     .type = KG_PROP_INT,
+     .def = "10",
+     .min = 1,
+     .max = 256,
+     KG_FIELD(publish_threads),
+     .doc = "Files the commit publishes at once (each a rename or an upload: on HDFS, closing a file waits for the "
+            "NameNode)."},
     {.name = "job.lock.dir",
      .type = KG_PROP_PATH,
      .def = "<work dir>/locks",

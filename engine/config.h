@@ -64,6 +64,7 @@ typedef struct {
   int packer;                       /* kafka.workunit.packer.type: kg_packer_type_t */
   double pre_grouping_factor;       /* workunit.pre.grouping.size.factor */
   int threadpool_size;              /* taskexecutor.threadpool.size */
+  int publish_threads;              /* parallel.runner.threads */
   bool lock_enabled;                /* job.lock.enabled */
   bool metrics_enabled;             /* metrics.reporting.file.enabled */
   char *metrics_dir;                /* metrics.log.dir */

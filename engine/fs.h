@@ -68,6 +68,9 @@ struct kg_fs {
   /* *SAME tells whether folders A and B are on one volume, so that a rename can go from one to the other.
    * True when it cannot be told (the writability checks report missing folders). */
   int (*same_volume)(kg_fs_t *fs, const char *a, const char *b, bool *same, char *errbuf);
+  /* Copies the local file LOCAL_PATH to PATH (whose folder exists) without ever replacing a PATH that exists
+   * (then KG_EIO, "File exists"); the copy is durable when it returns. NULL: kg_fs_put copies through create. */
+  int (*put)(kg_fs_t *fs, const char *local_path, const char *path, char *errbuf);
   /* Releases what open made; NULL when there is nothing to release. */
   void (*close)(kg_fs_t *fs);
   void *data; /* the backend's state, owned by it */
@@ -115,6 +118,9 @@ void kg_fs_list_free(char **names, size_t count);
  * failure, the file is at SRC, except after a failed folder sync: then it is at DST, and the caller that must
  * undo the move checks with kg_fs_exists. */
 int kg_fs_move(kg_fs_t *fs, const char *src, const char *dst, char *errbuf);
+
+/* Copies the local file LOCAL_PATH to new file PATH on FS (see put); the error names both. */
+int kg_fs_put(kg_fs_t *fs, const char *local_path, const char *path, char *errbuf);
 
 /* KG_EINVAL naming both properties when folders A and B are on different volumes (a commit renames from one
  * to the other). */

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -661,6 +662,24 @@ static int webhdfs_check_writable(kg_fs_t *fs, const char *path, const char *pro
   return rc;
 }
 
+/* One upload of the whole file: CREATE with overwrite=false, so that a file there is never replaced. */
+static int webhdfs_put(kg_fs_t *fs, const char *local_path, const char *path, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  if (check_path(w, path, errbuf)) return KG_EIO;
+  int fd = open(local_path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return kg_fail(errbuf, KG_EIO, "%s", strerror(e));
+  }
+  bool exists = false;
+  int rc = upload(w, path, false, fd, 0, (int64_t)st.st_size, &exists, errbuf);
+  close(fd);
+  if (rc && exists) kg_fail(errbuf, KG_EIO, "File exists");
+  return rc;
+}
+
 /* One HDFS namespace: a rename goes from any folder to any other. */
 static int webhdfs_same_volume(kg_fs_t *fs, const char *a, const char *b, bool *same, char *errbuf) {
   *same = true;
@@ -814,6 +833,7 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
   fs->sync = webhdfs_sync;
   fs->check_writable = webhdfs_check_writable;
   fs->same_volume = webhdfs_same_volume;
+  fs->put = webhdfs_put;
   fs->close = webhdfs_close;
   fs->data = w;
   *out = fs;

@@ -35,11 +35,11 @@ typedef struct {
   size_t ntasks;
   kg_metrics_t metrics;          /* the job's own counters, and the tasks' merged at the end */
   kg_report_t report;            /* events and the metrics file */
-  kg_fs_t *fs;                   /* the writer's file system (writer.fs.uri, else fs.uri): task data and final folder */
+  kg_fs_t *fs;                   /* the writer's file system (writer.fs.uri, else fs.uri): task data */
+  kg_fs_t *pub_fs;               /* the final folder's (data.publisher.fs.uri): FS itself when they are the same */
+  kg_publish_t publish;          /* what the commit moves files with */
   const kg_writer_ops_t *writer; /* the output format (writer.builder.class, writer.output.format) */
 } kg_job_t;
-
-int kg_job_recover(kg_state_t *state, kg_fs_t *fs, char *errbuf) { return kg_commit_recover(state, fs, errbuf); }
 
 /* Packs the work units into tasks, runs them and merges what they did. Returns the first failed task's error
  * (KG_EBUDGET wins, so that its exit status shows) with its message in ERRBUF, and how many failed in *FAILED. */
@@ -80,7 +80,7 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, char *errbu
 
 static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
   int64_t duration = 0;
-  int rc = kg_commit(state, job->fs, job->job_id, job->config->final_dir, job->tasks, job->ntasks, &duration, errbuf);
+  int rc = kg_commit(state, &job->publish, job->job_id, job->config->final_dir, job->tasks, job->ntasks, &duration, errbuf);
   if (!rc) {
     char md[64];
     snprintf(md, sizeof md, "{\"durationMs\":%lld}", (long long)duration);
@@ -117,25 +117,33 @@ static kg_outcome_t outcome_of(const kg_job_t *job) {
   return stopped ? KG_OUTCOME_STOPPED : outcome;
 }
 
-/* The file system and the writer the job's properties name. */
+/* The file systems and the writer the job's properties name. */
 static int open_outputs(kg_job_t *job, char *errbuf) {
   const kg_config_t *c = job->config;
-  /* Task data and the final folder are on the writer's file system: publishing renames from one to the other. */
   const char *fs_uri = kg_props_get(c->props, "writer.fs.uri");
   const char *fs_property = "writer.fs.uri";
   if (!fs_uri || !*fs_uri) {
     fs_uri = kg_props_get(c->props, "fs.uri");
     fs_property = "fs.uri";
   }
-  const char *pub = kg_props_get(c->props, "data.publisher.fs.uri");
-  if (pub && *pub && strcmp(pub, fs_uri && *fs_uri ? fs_uri : "file:///"))
-    return kg_fail(errbuf, KG_EINVAL,
-                   "data.publisher.fs.uri=%s differs from %s=%s: publishing from one file system to another is not "
-                   "implemented; write the task data to the final folder's file system",
-                   pub, fs_property, fs_uri && *fs_uri ? fs_uri : "file:///");
+  if (!fs_uri || !*fs_uri) fs_uri = "file:///";
+  const char *pub_uri = kg_props_get(c->props, "data.publisher.fs.uri");
   int rc = kg_fs_open(fs_uri, fs_property, &job->fs, errbuf);
-  if (!rc) rc = kg_writer_find(kg_props_get(c->props, "writer.builder.class"), c->output_format, &job->writer, errbuf);
-  return rc;
+  if (rc) return rc;
+  if (!pub_uri || !*pub_uri || !strcmp(pub_uri, fs_uri)) {
+    job->pub_fs = job->fs;
+  } else {
+    if ((rc = kg_fs_open(pub_uri, "data.publisher.fs.uri", &job->pub_fs, errbuf))) return rc;
+    /* Across file systems the commit uploads from task output: that reads local files. */
+    if (strcmp(job->fs->scheme, "file") || !strcmp(job->pub_fs->scheme, "file"))
+      return kg_fail(errbuf, KG_EINVAL,
+                     "data.publisher.fs.uri=%s and %s=%s: publishing across file systems goes from local task data "
+                     "to HDFS only; use one file system for both, or a local writer.fs.uri with a webhdfs:// "
+                     "data.publisher.fs.uri",
+                     pub_uri, fs_property, fs_uri);
+  }
+  job->publish = (kg_publish_t){.src = job->fs, .dst = job->pub_fs, .threads = c->publish_threads};
+  return kg_writer_find(kg_props_get(c->props, "writer.builder.class"), c->output_format, &job->writer, errbuf);
 }
 
 /* Takes the lock, checks what can be checked before a record moves, opens the state, finishes an interrupted
@@ -152,14 +160,15 @@ static int prepare(kg_job_t *job, kg_lock_t **lock, kg_state_t **state, char *er
     }
     if (rc) return rc;
   }
-  if ((rc = kg_fs_check_writable(job->fs, c->final_dir, "data.publisher.final.dir", errbuf))) return rc;
+  if ((rc = kg_fs_check_writable(job->pub_fs, c->final_dir, "data.publisher.final.dir", errbuf))) return rc;
   if ((rc = kg_fs_check_writable(job->fs, c->task_data_root, "task.data.root.dir", errbuf))) return rc;
-  if ((rc = kg_fs_check_same_fs(job->fs, c->task_data_root, "task.data.root.dir", c->final_dir,
+  if (!kg_publish_crosses(&job->publish) &&
+      (rc = kg_fs_check_same_fs(job->fs, c->task_data_root, "task.data.root.dir", c->final_dir,
                                 "data.publisher.final.dir", errbuf)))
     return rc;
   if ((rc = kg_state_open(c->state_store_dir, c->job_name, true, state, errbuf))) return rc;
   if ((rc = kg_lua_job_check(c->job_is_lua ? c->job_file : NULL, errbuf))) return rc;
-  if ((rc = kg_commit_recover(*state, job->fs, errbuf))) return rc;
+  if ((rc = kg_commit_recover(*state, &job->publish, errbuf))) return rc;
   if (*lock) {
     kg_commit_remove_dead_runs(c, job->fs, job->job_id);
     if ((rc = kg_state_runs_died(*state, job->job_id, errbuf))) return rc;
@@ -269,6 +278,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   kg_plan_clear(&job.plan);
   kg_metrics_free(&job.metrics);
   kg_report_clear(&job.report);
+  if (job.pub_fs != job.fs) kg_fs_close(job.pub_fs);
   kg_fs_close(job.fs);
   free(job.job_dir);
   free(job.job_id);

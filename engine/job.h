@@ -24,10 +24,5 @@ int kg_job_run(const kg_config_t *config, kg_outcome_t *outcome, char *errbuf);
  * only, and no lock, output or metrics file is touched. */
 int kg_job_plan(const kg_config_t *config, bool json, FILE *out, char *errbuf);
 
-/* Finishes a commit an earlier run recorded but did not complete (see README, "Commit protocol"), moving its
- * files on FS (the writer's file system). */
-typedef struct kg_state kg_state_t;
-typedef struct kg_fs kg_fs_t;
-int kg_job_recover(kg_state_t *state, kg_fs_t *fs, char *errbuf);
 
 #endif

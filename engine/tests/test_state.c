@@ -3,9 +3,17 @@
 #include <stdlib.h>
 
 #include "fs.h"
+#include "commit.h"
 #include "job.h"
 #include "state.h"
 #include "test.h"
+
+/* Publishing on the local file system, as a job with the default properties does. */
+static const kg_publish_t *local_publish(void) {
+  static kg_publish_t p;
+  p = (kg_publish_t){.src = kg_fs_local(), .dst = kg_fs_local(), .threads = 1};
+  return &p;
+}
 
 static bool exists(const char *path) {
   bool found = false;
@@ -106,7 +114,7 @@ int main(void) {
   kg_state_free_partitions(got, n);
 
   /* Recovery rolls the commit forward: the move and the offsets. */
-  CHECK_INT(kg_job_recover(s, kg_fs_local(), err), KG_OK);
+  CHECK_INT(kg_commit_recover(s, local_publish(), err), KG_OK);
   CHECK(!exists(src));
   CHECK(exists(dst));
   CHECK_INT(kg_state_partitions(s, &got, &n, err), KG_OK);
@@ -150,7 +158,7 @@ int main(void) {
   /* A journal whose files are gone cannot be finished, and says so. */
   kg_move_t lost = {"/nonexistent/a", "/nonexistent/b"};
   CHECK_INT(kg_state_commit_begin(s, "job_4", &lost, 1, &bad, 1, err), KG_OK);
-  CHECK_INT(kg_job_recover(s, kg_fs_local(), err), KG_EIO);
+  CHECK_INT(kg_commit_recover(s, local_publish(), err), KG_EIO);
   CHECK_CONTAINS(err, "job_4");
   CHECK_INT(kg_state_commit_abort(s, "job_4", err), KG_OK);
 

@@ -20,6 +20,8 @@ local function hdfs_job(work, topic, root, opts)
     ["data.publisher.final.dir"] = root .. "/out",
     ["mr.job.max.mappers"] = 2,
     ["writer.file.max.records"] = 50,
+    -- One file at a time, so that a fault at the Nth rename leaves N files published.
+    ["parallel.runner.threads"] = 1,
   }
   return job(work, topic, props, opts.code)
 end
@@ -201,6 +203,32 @@ describe("kingest on HDFS under faults", function()
     hadoop("clearquota", root .. "/out")
     H.run_ok(path, work)
     assert_exactly_once(root, lines, true)
+  end)
+
+  it("takes back the files a commit from local task data uploaded before a quota refused the next, offsets "
+    .. "unmoved; succeeds once it is cleared", function()
+    local topic, lines = topic_of("upquota", 600) -- 12 files of about 650 bytes
+    local work, root = H.workdir("upquota"), "/kingest/" .. H.unique("upquota")
+    hadoop("fs", "-mkdir", "-p", root .. "/out")
+    -- An upload counts a whole block (1 MiB) while it is written: the first few fit beside it, then one does not.
+    hadoop("quota", root .. "/out", tostring(1048576 + 3000))
+    local path = job(work, topic, {
+      ["data.publisher.fs.uri"] = W.uri(),
+      ["data.publisher.final.dir"] = root .. "/out",
+      ["mr.job.max.mappers"] = 2,
+      ["writer.file.max.records"] = 50,
+      ["parallel.runner.threads"] = 1,
+    })
+    local _, log = H.run_fails(path, work, 1, { "cannot copy", root .. "/out", "DSQuotaExceededException" })
+    assert.truthy(log:find("_COPYING_", 1, true), log) -- the refused upload, under its temporary name
+    assert.matches("Took back the %d+ files the failed commit of job_" .. JOB, log)
+    assert.same({}, H.stored_offsets(work, JOB))
+    assert.same({}, W.paths(root)) -- the uploads made before the refused one were removed, and so was it
+    hadoop("clearquota", root .. "/out")
+    local again = H.run_ok(path, work)
+    assert.falsy(again:find("interrupted commit", 1, true), again) -- the failed run dropped its journal
+    assert_exactly_once(root, lines, true)
+    for _, f in ipairs(W.paths(root)) do assert.matches("^out/[^/]+/part%.task_[^/]+%.txt$", f) end
   end)
 
   it("fails with Permission denied on a final dir it may not write, naming it, offsets unmoved", function()

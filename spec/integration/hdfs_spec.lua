@@ -1,10 +1,13 @@
 -- kingest writing to HDFS through WebHDFS (writer.fs.uri=webhdfs://...), against the real broker and the HDFS of
--- scripts/hadoop: task data and the final folder on HDFS, the state store local; published files read back with
--- Hadoop's own FsShell, never with kingest; and the errors of a WebHDFS that does not answer and an hdfs:// URI.
+-- scripts/hadoop: task data and the final folder on HDFS, or task data local and the final folder on HDFS
+-- (data.publisher.fs.uri), the state store local; published files read back with Hadoop's own FsShell, never with
+-- kingest; and the errors of a WebHDFS that does not answer, an hdfs:// URI and a publisher kingest cannot serve.
 local H = require("support.harness")
 local W = require("support.webhdfs")
 
 local hadoop, webhdfs, hdfs_lines = W.hadoop, W.uri, W.fs_lines
+
+local function literal(s) return (s:gsub("%p", "%%%0")) end
 
 describe("output to HDFS through WebHDFS", function()
   local job = H.job_writer("HdfsJob")
@@ -48,6 +51,52 @@ describe("output to HDFS through WebHDFS", function()
     assert.same(lines, again)
   end)
 
+  it("uploads local task data to the final folder on HDFS at commit, files in parallel, exactly once", function()
+    local lines = {}
+    for i = 1, 1200 do lines[i] = string.format("uploaded %05d", i) end
+    local topic = H.topic_with("hdfs_up", lines)
+    local work = H.workdir("hdfs_up")
+    local root = "/kingest/" .. H.unique("up")
+    local path = job(work, topic, {
+      ["data.publisher.fs.uri"] = webhdfs(),
+      ["data.publisher.final.dir"] = root .. "/out",
+      ["writer.file.max.records"] = "100",
+      ["parallel.runner.threads"] = "4",
+    })
+    local log = H.run_ok(path, work)
+    assert.matches("Published 12 files to " .. literal(root .. "/out") .. " %(uploaded%)", log)
+    local got, files = hdfs_lines(root .. "/out/" .. topic)
+    assert.same(lines, H.sorted(got))
+    assert.equals(12, #files)
+    -- Nothing but the published files: no upload left under its temporary name, no task data on HDFS.
+    local all = W.paths(root)
+    assert.equals(12, #all, table.concat(all, "\n"))
+    for _, f in ipairs(all) do assert.matches("^out/" .. literal(topic) .. "/part%.task_[^/]+%.txt$", f) end
+    -- The local task data is gone, and the next run uploads only the new records.
+    local _, left = H.sh("find " .. H.q(work .. "/task-data") .. " -type f")
+    assert.equals("", left)
+    H.produce(topic, { "late one" })
+    H.run_ok(path, work)
+    lines[#lines + 1] = "late one"
+    assert.same(H.sorted(lines), H.sorted((hdfs_lines(root .. "/out/" .. topic))))
+    assert.equals(13, #W.paths(root))
+  end)
+
+  it("refuses a final folder on HDFS that the user may not write, before a record moves", function()
+    local topic = H.topic_with("hdfs_up_denied", { "a", "b", "c" })
+    local work = H.workdir("hdfs_up_denied")
+    local root = "/kingest/" .. H.unique("denied")
+    W.hadoop_ok({ "fs", "-mkdir", "-p", root .. "/out" })
+    W.hadoop_ok({ "fs", "-chmod", "555", root .. "/out" })
+    local last = H.run_fails(job(work, topic, {
+      ["data.publisher.fs.uri"] = webhdfs("nobody"),
+      ["data.publisher.final.dir"] = root .. "/out",
+    }), work, 1, { "data.publisher.final.dir", root .. "/out" })
+    assert.matches("Permission denied", last)
+    assert.same({}, H.stored_offsets(work, "HdfsJob"))
+    assert.same({}, W.paths(root .. "/out"))
+  end)
+
   it("writes rolled, gzip-compressed files to HDFS that Hadoop reads", function()
     local lines = {}
     for i = 1, 3000 do lines[i] = string.format("compressed %05d", i) end
@@ -80,7 +129,7 @@ describe("output to HDFS through WebHDFS", function()
     H.run_fails(job(work, "t", { ["writer.fs.uri"] = "hdfs://127.0.0.1:8020" }), work, 1,
       { "writer.fs.uri=hdfs://127.0.0.1:8020", "use webhdfs://HOST:PORT" })
     H.run_fails(job(work, "t", { ["writer.fs.uri"] = webhdfs(), ["data.publisher.fs.uri"] = "file:///" }), work, 1,
-      { "data.publisher.fs.uri=file:///", "not implemented" })
+      { "data.publisher.fs.uri=file:///", "from local task data to HDFS only" })
     H.run_fails(job(work, "t", { ["state.store.fs.uri"] = webhdfs() }), work, 1,
       { "state.store.fs.uri", "local SQLite" })
   end)

@@ -13,7 +13,9 @@
 --
 -- With OPTS.hdfs (a webhdfs://HOST:PORT URI), the job keeps its task data and its final dir on HDFS
 -- (writer.fs.uri), and every check reads them through WebHDFS with curl (LISTSTATUS and OPEN,
--- spec/support/webhdfs.lua), never with kingest; without it, both are on the local disk.
+-- spec/support/webhdfs.lua), never with kingest; without it, both are on the local disk. With OPTS.hdfs and
+-- OPTS.staging = "local", the task data stays on the local disk and only the final dir is on HDFS
+-- (data.publisher.fs.uri): the commit uploads.
 --
 -- Checks, after every kill: no published file is partial (each ends with the delimiter and holds known records
 -- of its own topic only) and no record is in the final dir twice. After every successful run: the final dir
@@ -45,6 +47,7 @@ local DEFAULTS = {
   max_reruns = 5,         -- clean runs allowed to reach a successful one after kills
   max_violations = 50,
   hdfs = nil,             -- a webhdfs:// URI: task data and final dir on that HDFS
+  staging = "hdfs",       -- with hdfs, "local": task data on the local disk, the final dir on HDFS
 }
 
 local Campaign = {}
@@ -119,9 +122,10 @@ function Campaign:setup()
     self.hdfs_http = self.W.http_of(self.hdfs)
     self.hdfs_root = "/kingest/" .. H.unique(self.name)
     self.final = self.hdfs_root .. "/job-output"
-    self.task_data = self.hdfs_root .. "/task-data"
+    self.task_data_on_hdfs = self.staging ~= "local"
+    self.task_data = self.task_data_on_hdfs and self.hdfs_root .. "/task-data" or self.work .. "/task-data"
     fs_props = table.concat({
-      string.format("  [\"writer.fs.uri\"] = %q,", self.hdfs),
+      string.format("  [%q] = %q,", self.task_data_on_hdfs and "writer.fs.uri" or "data.publisher.fs.uri", self.hdfs),
       string.format("  [\"task.data.root.dir\"] = %q,", self.task_data),
       string.format("  [\"data.publisher.final.dir\"] = %q,", self.final),
     }, "\n")
@@ -153,6 +157,7 @@ function Campaign:setup()
     "  [\"mr.job.max.mappers\"] = tonumber(os.getenv(\"KINGEST_CRASH_MAPPERS\") or \"3\"),",
     "  [\"kafka.fetch.batch.size\"] = tonumber(os.getenv(\"KINGEST_CRASH_BATCH\") or \"1000\"),",
     "  [\"writer.file.max.records\"] = tonumber(os.getenv(\"KINGEST_CRASH_ROLL\") or \"\"),",
+    "  [\"parallel.runner.threads\"] = tonumber(os.getenv(\"KINGEST_CRASH_PUBLISHERS\") or \"\"),",
     fs_props,
     cost,
     "}",
@@ -245,6 +250,8 @@ function Campaign:env(extra)
     KINGEST_CRASH_MAPPERS = tostring(self.mappers_now),
     KINGEST_CRASH_BATCH = tostring(self.batch_now),
     KINGEST_CRASH_ROLL = math.random(2) == 1 and tostring(random_in({ 5, 60 })) or "",
+    -- Files published one at a time half the runs (a kill at publish then falls between two), else at once.
+    KINGEST_CRASH_PUBLISHERS = math.random(2) == 1 and "1" or tostring(random_in({ 2, 8 })),
   }
   for k, v in pairs(extra or {}) do env[k] = v end
   return env
@@ -443,18 +450,28 @@ end
 
 -- The files under DIR (recursively), as paths relative to it, sorted.
 function Campaign:files_under(dir)
-  if self.hdfs then return self.W.paths(dir, self.hdfs_http) end
+  if self.hdfs and (dir ~= self.task_data or self.task_data_on_hdfs) then return self.W.paths(dir, self.hdfs_http) end
   local _, out = H.sh("cd " .. H.q(dir) .. " 2>/dev/null && find . -type f -printf '%P\\n' | sort")
   return H.lines(out)
 end
 
--- The files in the final dir: { ["relative/path"] = size }.
+-- The files in the final dir that readers see: { ["relative/path"] = size }; in self.hidden, the paths of the
+-- others (names that start with "_" or ".", as an upload that a kill cut short).
 function Campaign:final_files()
-  if self.hdfs then return self.W.list(self.final, self.hdfs_http) end
-  local code, out, err = H.sh("cd " .. H.q(self.final) .. " 2>/dev/null && find . -type f -printf '%P\\t%s\\n' || true")
-  assert(code == 0, "find: " .. err)
+  local all
+  if self.hdfs then
+    all = self.W.list(self.final, self.hdfs_http)
+  else
+    local code, out, err = H.sh("cd " .. H.q(self.final) .. " 2>/dev/null && find . -type f -printf '%P\\t%s\\n' || true")
+    assert(code == 0, "find: " .. err)
+    all = {}
+    for path, size in out:gmatch("([^\t\n]+)\t(%d+)\n") do all[path] = tonumber(size) end
+  end
   local files = {}
-  for path, size in out:gmatch("([^\t\n]+)\t(%d+)\n") do files[path] = tonumber(size) end
+  self.hidden = {}
+  for path, size in pairs(all) do
+    if path:match("[^/]+$"):match("^[_.]") then self.hidden[#self.hidden + 1] = path else files[path] = size end
+  end
   return files
 end
 
@@ -485,6 +502,10 @@ function Campaign:after_success(what, before)
   if t.ahead > 0 then
     self:violation("doubled", "%d partitions have records at or past their stored offset: the next run pulls them again",
       t.ahead)
+  end
+  if #self.hidden > 0 then
+    self:violation("task-data", "the final dir holds %d hidden files after a successful run: %s", #self.hidden,
+      table.concat(self.hidden, ", "))
   end
   local left = self:files_under(self.task_data)
   if #left > 0 then
