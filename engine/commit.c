@@ -150,8 +150,8 @@ int kg_commit_recover(kg_state_t *state, const kg_publish_t *p, char *errbuf) {
   kg_state_free_moves(moves, nmoves);
   return rc;
 }
-void kg_commit_remove_dead_runs(const kg_config_t *c, kg_fs_t *fs, const char *job_id) {
-  char *root = kg_xasprintf("%s/%s", c->task_data_root, c->job_name);
+void kg_commit_remove_dead_runs(const kg_config_t *c, kg_fs_t *fs, const char *runs_root, const char *job_id) {
+  char *root = kg_xasprintf("%s/%s", runs_root, c->job_name);
   char *prefix = kg_xasprintf("job_%s_", c->job_name);
   char **names = NULL;
   size_t count = 0;

@@ -34,10 +34,10 @@ int kg_commit(kg_state_t *state, const kg_publish_t *publish, const char *job_id
  * is never published again). KG_OK when there was none. */
 int kg_commit_recover(kg_state_t *state, const kg_publish_t *publish, char *errbuf);
 
-/* Removes what earlier runs of the job left in task.data.root.dir when they died (a killed run never cleans up);
+/* Removes what earlier runs of the job left in RUNS_ROOT (task.data.root.dir, or mr.job.root.dir) when they died (a killed run never cleans up);
  * the folder of the run JOB_ID is kept. Their files were never published: a commit publishes from task output
  * only, and an interrupted commit has been finished by kg_commit_recover. Call only while holding the job lock,
  * so that no other run is using them. */
-void kg_commit_remove_dead_runs(const kg_config_t *config, kg_fs_t *fs, const char *job_id);
+void kg_commit_remove_dead_runs(const kg_config_t *config, kg_fs_t *fs, const char *runs_root, const char *job_id);
 
 #endif

@@ -78,6 +78,13 @@ void kg_log(kg_log_level_t level, const char *fmt, ...) {
   pthread_mutex_unlock(&log_mutex);
 }
 
+void kg_log_line_raw(const char *prefix, const char *text) {
+  pthread_mutex_lock(&log_mutex);
+  fprintf(stderr, "%s%s\n", prefix, text);
+  fflush(stderr);
+  pthread_mutex_unlock(&log_mutex);
+}
+
 void kg_log_set_status(const char *text) {
   pthread_mutex_lock(&log_mutex);
   if (status_lines) fprintf(stderr, "\033[%dF\033[J", status_lines);

@@ -41,7 +41,7 @@ static const char *const sources[] = {"KafkaSimpleSource", "KafkaAvroSource", "K
 static const char *const deserializers[] = {"BYTE_ARRAY", "CONFLUENT_AVRO", NULL}; /* kg_deserializer_t */
 static const char *const writers[] = {"SimpleDataWriterBuilder", "AvroDataWriterBuilder", NULL};
 static const char *const publishers[] = {"BaseDataPublisher", NULL};
-static const char *const launchers[] = {"LOCAL", NULL};
+static const char *const launchers[] = {"LOCAL", "MAPREDUCE", NULL}; /* kg_launcher_t */
 static const char *const destinations[] = {"HDFS", "LOCAL", NULL};
 static const char *const formats[] = {"txt", "json", "csv", "avro", NULL};
 static const char *const codecs[] = {"null", "deflate", "snappy", "gzip", "zstd", NULL}; /* kg_codec_t */
@@ -258,7 +258,40 @@ static const kg_property_t properties[] = {
      .type = KG_PROP_ENUM,
      .def = "LOCAL",
      .names = launchers,
-     .doc = "`LOCAL`: standalone runs."},
+     KG_FIELD(launcher),
+     .doc = "`LOCAL`: the tasks run on this machine's threads. `MAPREDUCE`: each task is a map of a map-only Hadoop "
+            "Streaming job on YARN, writing to HDFS; this process plans, waits and commits ([Running on a Hadoop "
+            "cluster](#running-on-a-hadoop-cluster))."},
+    {.name = "mr.hadoop.command",
+     .type = KG_PROP_STRING,
+     .def = "hadoop",
+     KG_FIELD(mr_hadoop),
+     .doc = "The command that runs Hadoop's `jar` subcommand (`hadoop jar JAR ARGS`), looked up in PATH."},
+    {.name = "mr.streaming.jar",
+     .type = KG_PROP_STRING,
+     .def_doc = "hadoop-streaming-*.jar under $HADOOP_HOME/share/hadoop/tools/lib",
+     KG_FIELD(mr_streaming_jar),
+     .doc = "The Hadoop Streaming jar the job is submitted with."},
+    {.name = "mr.kingest.path",
+     .type = KG_PROP_STRING,
+     .def_doc = "this kingest's own path",
+     KG_FIELD(mr_kingest),
+     .doc = "Where each node finds the kingest binary the maps run (installed there, with the libraries it "
+            "needs)."},
+    {.name = "mr.map.max.attempts",
+     .type = KG_PROP_INT,
+     .def = "4",
+     .min = 1,
+     .max = 100,
+     KG_FIELD(mr_attempts),
+     .doc = "Attempts YARN makes at each map (`mapreduce.map.maxattempts`); a failed or killed attempt's files are "
+            "never published."},
+    {.name = "mr.streaming.args",
+     .type = KG_PROP_STRING,
+     .def = "",
+     KG_FIELD(mr_args),
+     .doc = "More arguments for Hadoop Streaming, split at spaces, placed before kingest's own (for example "
+            "`-D mapreduce.map.memory.mb=512 -D mapreduce.job.queuename=etl`)."},
     {.name = "writer.destination.type",
      .type = KG_PROP_ENUM,
      .def = "HDFS",
@@ -618,14 +651,18 @@ static const kg_property_t properties[] = {
      .doc = "Accepted for Gobblin compatibility; metrics are always counted."},
 
     /* MapReduce only: a standalone run accepts and ignores them. */
-    {.name = "mr.job.root.dir", .mode = KG_MODE_MAPREDUCE, .doc = "Working folder of MapReduce runs."},
+    {.name = "mr.job.root.dir",
+     .mode = KG_MODE_MAPREDUCE,
+     .doc = "With `launcher.type=MAPREDUCE`, needed: the folder on the writer's HDFS (`writer.fs.uri`) under which "
+            "each run keeps `<job>/<jobId>/`: the maps' input, the Hadoop job's output, and each map attempt's task "
+            "data."},
     {.name = "mr.job.lock.dir", .mode = KG_MODE_MAPREDUCE, .doc = "Lock folder of MapReduce runs."},
     {.name = "mr.include.task.counters", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce counters per task."},
     {.name = "mr.job.max.mappers.per.node", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce mapper spread."},
-    {.name = "mapreduce.job.queuename", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce queue."},
-    {.name = "mapreduce.map.memory.mb", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce mapper memory."},
-    {.name = "mapreduce.map.java.opts", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce mapper JVM options."},
-    {.name = "mapred.job.queue.name", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce queue."},
+    {.name = "mapreduce.job.queuename", .mode = KG_MODE_MAPREDUCE, .doc = "YARN queue: passed to the Hadoop job."},
+    {.name = "mapreduce.map.memory.mb", .mode = KG_MODE_MAPREDUCE, .doc = "Map container memory: passed to the Hadoop job."},
+    {.name = "mapreduce.map.java.opts", .mode = KG_MODE_MAPREDUCE, .doc = "Map JVM options: passed to the Hadoop job."},
+    {.name = "mapred.job.queue.name", .mode = KG_MODE_MAPREDUCE, .doc = "YARN queue (old name): passed to the Hadoop job."},
 };
 
 const kg_property_t *kg_config_properties(size_t *count) {
@@ -1352,6 +1389,10 @@ void kg_config_destroy(kg_config_t *c) {
                       &c->delimiter,
                       &c->metrics_dir,
                       &c->metrics_suffix,
+                      &c->mr_hadoop,
+                      &c->mr_streaming_jar,
+                      &c->mr_kingest,
+                      &c->mr_args,
                       &c->avro_schema,
                       &c->registry_url,
                       &c->registry_subject_suffix};
@@ -1419,7 +1460,9 @@ static int check_keys(const kg_props_t *p, char *errbuf) {
                  "%s: job.strict=true refuses %zu propert%s that kingest does not know or implement (each is "
                  "logged above): %s",
                  origin_of(p, "job.strict"), nwarned, nwarned == 1 ? "y" : "ies", warned.data);
-  if (rc == KG_OK && mr.len) KG_INFO("Ignoring properties that only apply in MapReduce mode: %s", mr.data);
+  const char *launcher = kg_props_get(p, "launcher.type");
+  if (rc == KG_OK && mr.len && !(launcher && !strcasecmp(launcher, "MAPREDUCE")))
+    KG_INFO("Ignoring properties that only apply in MapReduce mode: %s", mr.data);
   kg_buf_free(&mr);
   kg_buf_free(&typos);
   kg_buf_free(&warned);

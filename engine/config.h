@@ -19,6 +19,7 @@ typedef enum { KG_REGISTRY_CONFLUENT = 0, KG_REGISTRY_LINKEDIN } kg_registry_kin
 typedef enum { KG_DESERIALIZER_BYTE_ARRAY = 0, KG_DESERIALIZER_CONFLUENT_AVRO } kg_deserializer_t;
 /* How a record's payload is framed: raw bytes, or an Avro datum after a magic byte and a schema id (kg_avro.h). */
 typedef enum { KG_FRAMING_NONE = 0, KG_FRAMING_CONFLUENT, KG_FRAMING_LINKEDIN } kg_framing_t;
+typedef enum { KG_LAUNCHER_LOCAL = 0, KG_LAUNCHER_MAPREDUCE } kg_launcher_t;
 typedef enum { KG_ESTIMATOR_AVG_RECORD_TIME = 0, KG_ESTIMATOR_AVG_RECORD_SIZE, KG_ESTIMATOR_CUSTOM } kg_estimator_t;
 
 /* Every field is owned by the config (freed by kg_config_destroy). Paths are absolute. */
@@ -69,6 +70,12 @@ typedef struct {
   bool metrics_enabled;             /* metrics.reporting.file.enabled */
   char *metrics_dir;                /* metrics.log.dir */
   char *metrics_suffix;             /* metrics.reporting.file.suffix, "" for none */
+  kg_launcher_t launcher;           /* launcher.type */
+  char *mr_hadoop;                  /* mr.hadoop.command */
+  char *mr_streaming_jar;           /* mr.streaming.jar, NULL for the one under $HADOOP_HOME */
+  char *mr_kingest;                 /* mr.kingest.path, NULL for this binary */
+  int mr_attempts;                  /* mr.map.max.attempts */
+  char *mr_args;                    /* mr.streaming.args */
   int64_t metrics_interval_ms;
   int64_t metadata_timeout_ms;       /* kafka.metadata.timeout.ms: broker discovery and offset queries */
   int64_t fetch_timeout_ms;          /* kafka.fetch.timeout.ms: longest wait for the next record of a range */

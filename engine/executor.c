@@ -83,7 +83,7 @@ static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
   KG_ERROR("%s", msg);
   char err[KG_ERRLEN];
   kg_run_counts_t none = {0};
-  if (kg_state_run_end(x->state, x->job_id, kg_now_ms(), &none, "FAILED", msg, err)) KG_WARN("%s", err);
+  if (x->state && kg_state_run_end(x->state, x->job_id, kg_now_ms(), &none, "FAILED", msg, err)) KG_WARN("%s", err);
   if (kg_fs_remove_tree(x->fs, x->job_dir, err)) KG_WARN("%s", err);
   fprintf(stderr, "kingest: %s\n", msg);
   fflush(stderr);
@@ -106,6 +106,18 @@ static bool progress_line(kg_task_t *t, int64_t now, kg_buf_t *out) {
 
 static void report_progress(kg_watchdog_t *w, int64_t now) {
   kg_buf_t text = {0};
+  if (w->x->hadoop_status) {
+    for (size_t i = 0; i < w->x->ntasks; i++) {
+      text.len = 0;
+      kg_task_t *t = &w->x->tasks[i];
+      if (!progress_line(t, now, &text))
+        kg_buf_appendf(&text, "%s: %lld records read, %lld written", t->spec.task_id,
+                       (long long)atomic_load(&t->live.read), (long long)atomic_load(&t->live.written));
+      kg_log_line_raw("reporter:status:", text.data);
+    }
+    kg_buf_free(&text);
+    return;
+  }
   if (w->terminal) {
     for (size_t i = 0; i < w->x->ntasks; i++)
       if (progress_line(&w->x->tasks[i], now, &text)) kg_buf_append(&text, "\n", 1);
@@ -122,7 +134,8 @@ static void report_progress(kg_watchdog_t *w, int64_t now) {
 static void *watchdog(void *arg) {
   kg_watchdog_t *w = arg;
   const int64_t limit = w->x->config->batch_timeout_ms;
-  const int64_t every = w->terminal ? 500 : w->x->config->progress_interval_ms;
+  int64_t every = w->terminal ? 500 : w->x->config->progress_interval_ms;
+  if (w->x->hadoop_status && (every <= 0 || every > w->x->status_every_ms)) every = w->x->status_every_ms;
   int64_t last_progress = kg_mono_ms(), last_metrics = last_progress;
   while (!atomic_load(&w->done)) {
     struct timespec pause = {0, 50 * 1000 * 1000};

@@ -30,6 +30,11 @@ typedef struct {
   const char *job_dir;
   kg_fs_t *fs;
   const kg_report_t *report; /* interim metrics every metrics.report.interval, when the metrics file is on */
+  /* In a Hadoop map (kingest run-task): each progress line also goes to stderr as Hadoop Streaming's
+   * `reporter:status:` line, which keeps the attempt alive past mapreduce.task.timeout, at least every
+   * STATUS_EVERY_MS whatever progress.interval.ms says. */
+  bool hadoop_status;
+  int64_t status_every_ms;
 } kg_executor_t;
 
 /* Runs every task and returns when all have ended; each task's result says how it went. */

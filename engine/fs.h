@@ -71,6 +71,8 @@ struct kg_fs {
   /* Copies the local file LOCAL_PATH to PATH (whose folder exists) without ever replacing a PATH that exists
    * (then KG_EIO, "File exists"); the copy is durable when it returns. NULL: kg_fs_put copies through create. */
   int (*put)(kg_fs_t *fs, const char *local_path, const char *path, char *errbuf);
+  /* Appends the bytes of file PATH (a small one: a few megabytes at most) to OUT. */
+  int (*read)(kg_fs_t *fs, const char *path, kg_buf_t *out, char *errbuf);
   /* Releases what open made; NULL when there is nothing to release. */
   void (*close)(kg_fs_t *fs);
   void *data; /* the backend's state, owned by it */
@@ -111,6 +113,9 @@ static inline int kg_fs_remove_tree(kg_fs_t *fs, const char *path, char *errbuf)
 static inline int kg_fs_sync(kg_fs_t *fs, const char *path, char *errbuf) { return fs->sync(fs, path, errbuf); }
 static inline int kg_fs_check_writable(kg_fs_t *fs, const char *path, const char *property, char *errbuf) {
   return fs->check_writable(fs, path, property, errbuf);
+}
+static inline int kg_fs_read(kg_fs_t *fs, const char *path, kg_buf_t *out, char *errbuf) {
+  return fs->read(fs, path, out, errbuf);
 }
 void kg_fs_list_free(char **names, size_t count);
 

@@ -243,6 +243,19 @@ static int local_same_volume(kg_fs_t *fs, const char *a, const char *b, bool *sa
   return KG_OK;
 }
 
+static int local_read(kg_fs_t *fs, const char *path, kg_buf_t *out, char *errbuf) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return kg_fail(errbuf, KG_EIO, "cannot read %s: %s", path, strerror(errno));
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    kg_buf_append(out, chunk, n);
+  int failed = ferror(f);
+  fclose(f);
+  if (failed) return kg_fail(errbuf, KG_EIO, "cannot read %s: %s", path, strerror(EIO));
+  return KG_OK;
+}
+
 static kg_fs_t local = {
     .scheme = "file",
     .mkdirs = local_mkdirs,
@@ -254,6 +267,7 @@ static kg_fs_t local = {
     .sync = local_sync,
     .check_writable = local_check_writable,
     .same_volume = local_same_volume,
+    .read = local_read,
     .close = NULL,
     .data = NULL,
 };

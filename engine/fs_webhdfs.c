@@ -680,6 +680,42 @@ static int webhdfs_put(kg_fs_t *fs, const char *local_path, const char *path, ch
   return rc;
 }
 
+/* OPEN in two requests, as CREATE: where the bytes are, then the bytes. */
+static int webhdfs_read(kg_fs_t *fs, const char *path, kg_buf_t *out, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  if (check_path(w, path, errbuf)) return KG_EIO;
+  char *url = op_url(w, path, "OPEN", "&noredirect=true");
+  reply_t r = {0};
+  kg_json_t *doc = NULL;
+  char why[KG_ERRLEN];
+  int rc = request(w, "GET", url, NULL, RETRY_IDEMPOTENT, &r, why);
+  if (!rc && r.status != 200) {
+    answer_reason(&r, why, sizeof why);
+    rc = KG_EIO;
+  }
+  if (!rc) rc = answer_json(w, &r, "OPEN", &doc, why);
+  const kg_json_t *loc = doc ? kg_json_get(doc, "Location") : NULL;
+  if (!rc && (!loc || loc->type != KG_JSON_STRING))
+    rc = kg_fail(why, KG_EIO, "WebHDFS at %s answered OPEN without a DataNode's Location", w->name);
+  if (!rc) {
+    char *target = kg_xstrdup(loc->string);
+    rc = request(w, "GET", target, NULL, RETRY_IDEMPOTENT, &r, why);
+    free(target);
+    if (!rc && r.status != 200) {
+      answer_reason(&r, why, sizeof why);
+      rc = KG_EIO;
+    }
+  }
+  if (rc)
+    kg_fail(errbuf, KG_EIO, "cannot read %s on %s: %s", path, w->name, why);
+  else
+    kg_buf_append(out, r.body.data ? r.body.data : "", r.body.len);
+  kg_json_free(doc);
+  kg_buf_free(&r.body);
+  free(url);
+  return rc;
+}
+
 /* One HDFS namespace: a rename goes from any folder to any other. */
 static int webhdfs_same_volume(kg_fs_t *fs, const char *a, const char *b, bool *same, char *errbuf) {
   *same = true;
@@ -834,6 +870,7 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
   fs->check_writable = webhdfs_check_writable;
   fs->same_volume = webhdfs_same_volume;
   fs->put = webhdfs_put;
+  fs->read = webhdfs_read;
   fs->close = webhdfs_close;
   fs->data = w;
   *out = fs;

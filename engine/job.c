@@ -15,6 +15,7 @@
 #include "fs.h"
 #include "lock.h"
 #include "lua_bridge.h"
+#include "mapreduce.h"
 #include "metrics.h"
 #include "packer.h"
 #include "report.h"
@@ -56,7 +57,19 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, char *errbu
                      .job_dir = job->job_dir,
                      .fs = job->fs,
                      .report = &job->report};
-  kg_executor_run(&x);
+  if (c->launcher == KG_LAUNCHER_MAPREDUCE) {
+    kg_mr_run_t mr = {.config = c,
+                      .job_id = job->job_id,
+                      .job_dir = job->job_dir,
+                      .extract_id = job->extract_id,
+                      .fs = job->fs,
+                      .tasks = job->tasks,
+                      .ntasks = job->ntasks};
+    char mr_err[KG_ERRLEN];
+    if (kg_mr_run(&mr, mr_err)) KG_ERROR("%s", mr_err);
+  } else {
+    kg_executor_run(&x);
+  }
   char md[64];
   snprintf(md, sizeof md, "{\"durationMs\":%lld}", (long long)(kg_mono_ms() - run_start));
   kg_report_event(&job->report, "JobRunTimer", md);
@@ -117,6 +130,12 @@ static kg_outcome_t outcome_of(const kg_job_t *job) {
   return stopped ? KG_OUTCOME_STOPPED : outcome;
 }
 
+/* The folder of the runs' task data: task.data.root.dir, or mr.job.root.dir for a run on Hadoop. */
+static const char *job_root(const kg_config_t *c) {
+  const char *mr_root = kg_props_get(c->props, "mr.job.root.dir");
+  return c->launcher == KG_LAUNCHER_MAPREDUCE && mr_root && *mr_root ? mr_root : c->task_data_root;
+}
+
 /* The file systems and the writer the job's properties name. */
 static int open_outputs(kg_job_t *job, char *errbuf) {
   const kg_config_t *c = job->config;
@@ -166,11 +185,12 @@ static int prepare(kg_job_t *job, kg_lock_t **lock, kg_state_t **state, char *er
       (rc = kg_fs_check_same_fs(job->fs, c->task_data_root, "task.data.root.dir", c->final_dir,
                                 "data.publisher.final.dir", errbuf)))
     return rc;
+  if (c->launcher == KG_LAUNCHER_MAPREDUCE && (rc = kg_mr_check(c, job->fs, job->pub_fs, errbuf))) return rc;
   if ((rc = kg_state_open(c->state_store_dir, c->job_name, true, state, errbuf))) return rc;
   if ((rc = kg_lua_job_check(c->job_is_lua ? c->job_file : NULL, errbuf))) return rc;
   if ((rc = kg_commit_recover(*state, &job->publish, errbuf))) return rc;
   if (*lock) {
-    kg_commit_remove_dead_runs(c, job->fs, job->job_id);
+    kg_commit_remove_dead_runs(c, job->fs, job_root(c), job->job_id);
     if ((rc = kg_state_runs_died(*state, job->job_id, errbuf))) return rc;
   }
   return KG_OK;
@@ -223,7 +243,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   struct tm tm;
   gmtime_r(&secs, &tm);
   strftime(job.extract_id, sizeof job.extract_id, "%Y%m%d%H%M%S", &tm);
-  job.job_dir = kg_xasprintf("%s/%s/%s", c->task_data_root, c->job_name, job.job_id);
+  job.job_dir = kg_xasprintf("%s/%s/%s", job_root(c), c->job_name, job.job_id);
   kg_report_init(&job.report, c, job.job_id);
   kg_lock_t *lock = NULL;
   kg_state_t *state = NULL;

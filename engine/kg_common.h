@@ -40,6 +40,9 @@ int kg_log_set_file(const char *path);
 /* Shows TEXT (lines, each ending in '\n') as a live block under the log on a terminal: log lines appear above
  * it, and the next call replaces it. NULL or "" removes it. Only for a terminal: it moves the cursor. */
 void kg_log_set_status(const char *text);
+/* Writes PREFIX TEXT and a newline to stderr as one line among the log's (a line for another program to read,
+ * as Hadoop Streaming's "reporter:status:"). */
+void kg_log_line_raw(const char *prefix, const char *text);
 
 #define KG_DEBUG(...) kg_log(KG_LOG_DEBUG, __VA_ARGS__)
 #define KG_INFO(...)  kg_log(KG_LOG_INFO, __VA_ARGS__)

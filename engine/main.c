@@ -11,6 +11,7 @@
 #include "job.h"
 #include "kafka.h"
 #include "lock.h"
+#include "mapreduce.h"
 #include "state.h"
 
 /* Exit statuses (README, "Exit codes"). */
@@ -46,6 +47,7 @@ static const char *usage_main =
     "  plan JOB [--json]   Show the work units and tasks a run would make, changing nothing\n"
     "  state show JOB      Print every partition's stored offset and statistics\n"
     "  properties          List the job properties kingest reads, with their defaults\n"
+    "  run-task JOB        Run the tasks of a Hadoop job's map (launcher.type=MAPREDUCE)\n"
     "  help [COMMAND]      Show help for a command\n"
     "\n"
     "Options:\n"
@@ -118,6 +120,21 @@ static const char *usage_plan =
     "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR)\n"
     "  -l, --log-level LEVEL  debug, info, warn (default) or error\n"
     "      --strict           Refuse properties kingest does not know or does not implement (job.strict=true)\n"
+    "  -h, --help             Show this help\n";
+
+static const char *usage_run_task =
+    "Usage: kingest run-task JOB [options]\n"
+    "\n"
+    "What each map of a MapReduce run executes (launcher.type=MAPREDUCE): reads task lines on stdin (as the\n"
+    "driver wrote them, after Hadoop's byte offset), runs each task with the job's properties, writing under\n"
+    "<mr.job.root.dir>/<job>/<jobId>/attempts/<attempt id> on HDFS, and prints its result on one line of\n"
+    "stdout, starting \"kingest-result<TAB>\". While a task runs, progress goes to stderr as Hadoop\n"
+    "Streaming's \"reporter:status:\" lines. The attempt id is $mapreduce_task_attempt_id. A failed task is\n"
+    "a result, not an error: the exit status is not 0 only when no result could be printed.\n"
+    "\n"
+    "Options:\n"
+    "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR, else the current folder)\n"
+    "  -l, --log-level LEVEL  debug, info (default), warn or error\n"
     "  -h, --help             Show this help\n";
 
 static const char *usage_properties =
@@ -255,6 +272,23 @@ static int cmd_run(int argc, char **argv) {
     return KG_EXIT_PARTIAL;
   }
   return KG_EXIT_OK;
+}
+
+static int cmd_run_task(int argc, char **argv) {
+  kg_args_t a;
+  int prc = parse_args(argc, argv, 2, &a, usage_run_task);
+  if (prc) return prc == 1 ? 0 : 2;
+  if (a.npositional != 1) {
+    fprintf(stderr, "kingest: run-task needs one job file\n%s", usage_run_task);
+    return 2;
+  }
+  char err[KG_ERRLEN] = "";
+  kg_config_t *config = NULL;
+  if (load_config(a.positional[0], a.work_dir, false, &config, err)) return fail(KG_EXIT_FAILED, err);
+  kg_stop_install();
+  int rc = kg_mr_run_task(config, err);
+  kg_config_destroy(config);
+  return rc ? fail(KG_EXIT_FAILED, err) : KG_EXIT_OK;
 }
 
 static int cmd_plan(int argc, char **argv) {
@@ -548,6 +582,7 @@ int main(int argc, char **argv) {
                         : !strcmp(topic, "plan")                              ? usage_plan
                         : !strcmp(topic, "state")                             ? usage_state
                         : !strcmp(topic, "properties")                        ? usage_properties
+                        : !strcmp(topic, "run-task")                          ? usage_run_task
                         : !strcmp(topic, "help") || !strcmp(topic, "version") ? usage_main
                                                                               : NULL;
     if (!usage) { /* help for a command that does not exist is a usage error, as the command itself is */
@@ -561,6 +596,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "plan")) return cmd_plan(argc, argv);
   if (!strcmp(cmd, "state")) return cmd_state(argc, argv);
   if (!strcmp(cmd, "properties")) return cmd_properties(argc, argv);
+  if (!strcmp(cmd, "run-task")) return cmd_run_task(argc, argv);
   /* An option in the command's place (kingest --verbose) is named as such. */
   fprintf(stderr, "kingest: unknown %s %s\n%s", cmd[0] == '-' && cmd[1] ? "option" : "command", cmd, usage_main);
   return 2;
