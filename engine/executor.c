@@ -137,6 +137,8 @@ static void *watchdog(void *arg) {
   int64_t every = w->terminal ? 500 : w->x->config->progress_interval_ms;
   if (w->x->hadoop_status && (every <= 0 || every > w->x->status_every_ms)) every = w->x->status_every_ms;
   int64_t last_progress = kg_mono_ms(), last_metrics = last_progress;
+  /* A map's first status comes a second after its start: until then YARN shows it as NEW. */
+  if (w->x->hadoop_status) last_progress -= every - 1000;
   while (!atomic_load(&w->done)) {
     struct timespec pause = {0, 50 * 1000 * 1000};
     nanosleep(&pause, NULL);

@@ -284,7 +284,10 @@ static int cmd_run_task(int argc, char **argv) {
   }
   char err[KG_ERRLEN] = "";
   kg_config_t *config = NULL;
-  if (load_config(a.positional[0], a.work_dir, false, &config, err)) return fail(KG_EXIT_FAILED, err);
+  /* A map's work dir is its container's folder: nothing of it outlives the attempt. */
+  const char *work_dir = a.work_dir ? a.work_dir : getenv("GOBBLIN_WORK_DIR");
+  if (!work_dir || !*work_dir) work_dir = ".";
+  if (load_config(a.positional[0], work_dir, false, &config, err)) return fail(KG_EXIT_FAILED, err);
   kg_stop_install();
   int rc = kg_mr_run_task(config, err);
   kg_config_destroy(config);

@@ -1,16 +1,19 @@
 /* mapreduce.c: the execute phase as a map-only Hadoop Streaming job (mapreduce.h). */
 #include "mapreduce.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,9 +23,6 @@
 #include "writer.h"
 
 extern char **environ;
-
-/* Lines of the Hadoop client's output kept for the error of a failed job. */
-#define MR_TAIL_LINES 12
 
 /* ---- what the driver needs ------------------------------------------------------------------------------- */
 
@@ -189,8 +189,118 @@ static void argv_free(argv_t *a) {
 static const char *const passed_on[] = {"mapreduce.job.queuename", "mapreduce.map.memory.mb", "mapreduce.map.java.opts",
                                         "mapred.job.queue.name", NULL};
 
+/* Per-task progress while the job runs: the maps' `reporter:status:` lines, which YARN keeps as each task's
+ * status, asked of the job's coordinator (the MapReduce REST API, behind the tracking URL) every
+ * progress.interval.ms, and logged when they change. */
+typedef struct {
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+  bool done;
+  char *tasks_url; /* <tracking URL>ws/v1/mapreduce/jobs/<job>/tasks once both are known */
+  char *tracking;
+  int64_t every_ms;
+  kg_buf_t seen; /* the statuses logged last, one per line */
+} poller_t;
+
+static size_t on_answer(char *data, size_t size, size_t n, void *userdata) {
+  kg_buf_t *body = userdata;
+  if (body->len + size * n > (4u << 20)) return 0;
+  kg_buf_append(body, data, size * n);
+  return size * n;
+}
+
+static void poll_tasks(poller_t *p, const char *url) {
+  CURL *curl = curl_easy_init();
+  if (!curl) return;
+  kg_buf_t body = {0};
+  struct curl_slist *headers = curl_slist_append(NULL, "Accept: application/json");
+  curl_easy_setopt(curl, CURLOPT_URL, url);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_answer);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L); /* the proxy may redirect to the coordinator */
+  long status = 0;
+  CURLcode cc = curl_easy_perform(curl);
+  if (cc == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  kg_json_t *doc = NULL;
+  char err[KG_ERRLEN];
+  const kg_json_t *tasks = NULL, *list = NULL;
+  if (cc == CURLE_OK && status == 200 && body.len && !kg_json_parse(body.data, body.len, url, &doc, err) &&
+      (tasks = kg_json_get(doc, "tasks")) && (list = kg_json_get(tasks, "task")) && list->type == KG_JSON_ARRAY) {
+    kg_buf_t now = {0};
+    for (size_t i = 0; i < list->count; i++) {
+      const kg_json_t *state = kg_json_get(&list->items[i], "state");
+      const kg_json_t *text = kg_json_get(&list->items[i], "status");
+      if (!state || state->type != KG_JSON_STRING || strcmp(state->string, "RUNNING")) continue;
+      if (!text || text->type != KG_JSON_STRING || strncmp(text->string, "task_", 5)) continue;
+      size_t len = strlen(text->string);
+      const char *suffix = " > map"; /* what YARN appends to a map's status */
+      if (len > strlen(suffix) && !strcmp(text->string + len - strlen(suffix), suffix)) len -= strlen(suffix);
+      kg_buf_appendf(&now, "%.*s\n", (int)len, text->string);
+    }
+    /* Each line that is new since the last poll. */
+    for (char *line = now.data, *end; line && *line; line = end + 1) {
+      end = strchr(line, '\n');
+      *end = 0;
+      bool old = p->seen.data && strstr(p->seen.data, line);
+      if (!old) KG_INFO("Progress: %s", line);
+      *end = '\n';
+    }
+    kg_buf_free(&p->seen);
+    p->seen = now;
+  } else if (cc != CURLE_OK || status != 200) {
+    KG_DEBUG("Progress of the Hadoop job: %s answered %s %ld", url, cc == CURLE_OK ? "HTTP" : curl_easy_strerror(cc),
+             status);
+  }
+  kg_json_free(doc);
+  kg_buf_free(&body);
+}
+
+static void *poller(void *arg) {
+  poller_t *p = arg;
+  pthread_mutex_lock(&p->mutex);
+  while (!p->done) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t ns = until.tv_nsec + (p->every_ms % 1000) * 1000000;
+    until.tv_sec += (time_t)(p->every_ms / 1000 + ns / 1000000000);
+    until.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(&p->cond, &p->mutex, &until);
+    if (p->done || !p->tasks_url) continue;
+    char *url = kg_xstrdup(p->tasks_url);
+    pthread_mutex_unlock(&p->mutex);
+    poll_tasks(p, url);
+    free(url);
+    pthread_mutex_lock(&p->mutex);
+  }
+  pthread_mutex_unlock(&p->mutex);
+  return NULL;
+}
+
+/* Notes the tracking URL or the job id a client line names; once both are known, the poller starts asking. */
+static void poller_note(poller_t *p, const char *line) {
+  const char *t = strstr(line, "The url to track the job: "), *j = strstr(line, "Running job: ");
+  if (!t && !j) return;
+  pthread_mutex_lock(&p->mutex);
+  if (t) {
+    free(p->tracking);
+    p->tracking = kg_xstrdup(t + strlen("The url to track the job: "));
+  }
+  if (j && p->tracking) {
+    const char *slash = p->tracking[strlen(p->tracking) - 1] == '/' ? "" : "/";
+    free(p->tasks_url);
+    p->tasks_url = kg_xasprintf("%s%sws/v1/mapreduce/jobs/%s/tasks", p->tracking, slash, j + strlen("Running job: "));
+  }
+  pthread_mutex_unlock(&p->mutex);
+}
+
 /* What the Hadoop client says as the job goes: the lines a user wants in the log, at INFO. */
-static void log_client_line(const char *line, char **tail, size_t *ntail) {
+static void log_client_line(const char *line, char **last, char **rm) {
   const char *p;
   if ((p = strstr(line, "Submitted application ")))
     KG_INFO("Hadoop job: application %s", p + strlen("Submitted application "));
@@ -206,15 +316,20 @@ static void log_client_line(const char *line, char **tail, size_t *ntail) {
     KG_WARN("Hadoop job: %s", line);
   else
     KG_DEBUG("Hadoop: %s", line);
+  /* For the error of a job that fails: its last error line, and where the ResourceManager was looked for. */
   if (strstr(line, "ERROR") || strstr(line, "Exception") || strstr(line, "failed") || strstr(line, "Error")) {
-    free(tail[*ntail % MR_TAIL_LINES]);
-    tail[*ntail % MR_TAIL_LINES] = kg_xstrdup(line);
-    (*ntail)++;
+    free(*last);
+    *last = kg_xstrdup(line);
+  }
+  if ((p = strstr(line, "Connecting to ResourceManager at "))) {
+    free(*rm);
+    *rm = kg_xstrdup(p + strlen("Connecting to ResourceManager at "));
   }
 }
 
 /* Runs ARGV, logging what it prints; *STATUS is its exit status (128 + signal when killed). */
-static int run_client(char **argv, int *status, char *errbuf, char *last_error, size_t last_error_size) {
+static int run_client(char **argv, int64_t every_ms, int *status, char *errbuf, char *last_error,
+                      size_t last_error_size) {
   int fds[2];
   if (pipe(fds) != 0) return kg_fail(errbuf, KG_EIO, "pipe: %s", strerror(errno));
   posix_spawn_file_actions_t fa;
@@ -235,23 +350,41 @@ static int run_client(char **argv, int *status, char *errbuf, char *last_error, 
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
-  char *tail[MR_TAIL_LINES] = {0};
-  size_t ntail = 0;
+  char *last = NULL, *rm = NULL;
+  poller_t p = {.mutex = PTHREAD_MUTEX_INITIALIZER, .every_ms = every_ms};
+  pthread_cond_init(&p.cond, NULL);
+  pthread_t thread;
+  bool polling = every_ms > 0 && pthread_create(&thread, NULL, poller, &p) == 0;
   while ((n = getline(&line, &cap, in)) > 0) {
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
       line[--n] = 0;
-    if (n) log_client_line(line, tail, &ntail);
+    if (!n) continue;
+    log_client_line(line, &last, &rm);
+    if (polling) poller_note(&p, line);
   }
   free(line);
   fclose(in);
+  if (polling) {
+    pthread_mutex_lock(&p.mutex);
+    p.done = true;
+    pthread_cond_signal(&p.cond);
+    pthread_mutex_unlock(&p.mutex);
+    pthread_join(thread, NULL);
+  }
+  pthread_cond_destroy(&p.cond);
+  free(p.tracking);
+  free(p.tasks_url);
+  kg_buf_free(&p.seen);
   int ws = 0;
   while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
   }
   *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
   last_error[0] = 0;
-  if (ntail) snprintf(last_error, last_error_size, "%s", tail[(ntail - 1) % MR_TAIL_LINES]);
-  for (size_t i = 0; i < MR_TAIL_LINES; i++)
-    free(tail[i]);
+  snprintf(last_error, last_error_size, "%s%s%s%s", last ? last : "", rm && last ? " " : "",
+           rm ? "(ResourceManager at " : "", rm ? rm : "");
+  if (rm) strncat(last_error, ")", last_error_size - strlen(last_error) - 1);
+  free(last);
+  free(rm);
   return KG_OK;
 }
 
@@ -381,7 +514,7 @@ int kg_mr_run(const kg_mr_run_t *run, char *errbuf) {
             input);
     int status = 0;
     char last[KG_ERRLEN];
-    rc = run_client(a.items, &status, errbuf, last, sizeof last);
+    rc = run_client(a.items, c->progress_interval_ms, &status, errbuf, last, sizeof last);
     bool success = false;
     if (!rc) {
       char *marker = kg_xasprintf("%s/_SUCCESS", output);

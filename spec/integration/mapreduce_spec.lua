@@ -1,0 +1,256 @@
+-- MapReduce mode (launcher.type=MAPREDUCE) on the real YARN and HDFS of scripts/hadoop ("yarn" and "hadoop"
+-- fixtures) against the real broker: the same job run standalone and as a map-only Hadoop Streaming job gives the
+-- same published records and stored offsets; a map attempt that fails is retried and only the successful one's
+-- files are published; a job YARN fails, a driver killed during the job and during its commit leave nothing
+-- lost or doubled; and the errors of a Hadoop that cannot be found or reached. Published files are read with
+-- Hadoop's FsShell, never with kingest.
+local H = require("support.harness")
+local W = require("support.webhdfs")
+
+local hadoop = function(...) return W.hadoop_ok({ ... }) end
+local streaming_jar = (W.hadoop_ok({ "streaming-jar" }):gsub("%s+$", ""))
+
+-- Three topics of 1, 2 and 3 partitions holding uneven numbers of records, each "<topic> <p> <n>"; returns the
+-- topic names and, per topic, its records.
+local function topics_with(name, counts)
+  local names, records = {}, {}
+  for t, per_partition in ipairs(counts) do
+    local topic = H.unique(name .. t)
+    H.create_topic(topic, #per_partition)
+    records[topic] = {}
+    for p, n in ipairs(per_partition) do
+      local lines = {}
+      for i = 1, n do lines[i] = string.format("%s %d %05d", topic, p - 1, i) end
+      H.produce(topic, lines, p - 1)
+      for _, l in ipairs(lines) do records[topic][#records[topic] + 1] = l end
+    end
+    names[#names + 1] = topic
+  end
+  return names, records
+end
+
+-- Adds N more records to each partition of each topic in NAMES (as topics_with makes them), into RECORDS.
+local function produce_more(names, records, partitions, n, tag)
+  for t, topic in ipairs(names) do
+    for p = 0, partitions[t] - 1 do
+      local lines = {}
+      for i = 1, n do lines[i] = string.format("%s %d %s%03d", topic, p, tag, i) end
+      H.produce(topic, lines, p)
+      for _, l in ipairs(lines) do records[topic][#records[topic] + 1] = l end
+    end
+  end
+end
+
+-- The properties of a job on HDFS under ROOT; MapReduce ones when MR.
+local function props(root, mr, extra)
+  local p = {
+    ["writer.fs.uri"] = W.uri(),
+    ["task.data.root.dir"] = root .. "/task-data",
+    ["data.publisher.final.dir"] = root .. "/out",
+    ["mr.job.max.mappers"] = 4,
+    ["metrics.reporting.file.enabled"] = "true",
+  }
+  if mr then
+    p["launcher.type"] = "MAPREDUCE"
+    p["mr.job.root.dir"] = root .. "/mr"
+    p["mr.hadoop.command"] = H.root .. "/scripts/hadoop"
+    p["mr.streaming.jar"] = streaming_jar
+  end
+  for k, v in pairs(extra or {}) do p[k] = v end
+  return p
+end
+
+-- Asserts that the final dir under ROOT holds exactly RECORDS (per topic), as FsShell reads it.
+local function assert_published(root, names, records)
+  for _, topic in ipairs(names) do
+    local got = W.fs_lines(root .. "/out/" .. topic)
+    assert.same(H.sorted(records[topic]), H.sorted(got), "topic " .. topic)
+  end
+end
+
+local function all_of(names, records)
+  local all = {}
+  for _, topic in ipairs(names) do
+    for _, l in ipairs(records[topic]) do all[#all + 1] = l end
+  end
+  return all
+end
+
+describe("kingest in MapReduce mode on YARN", function()
+  setup(function()
+    local code, _, err = W.hadoop({ "yarn-status" })
+    assert(code == 0, "no YARN: " .. err)
+  end)
+
+  it("publishes the same records and stores the same offsets as a standalone run; a second run pulls only new "
+    .. "records", function()
+    local counts = { { 300 }, { 120, 40 }, { 200, 0, 90 } }
+    local names, records = topics_with("mr_same", counts)
+    local topics = table.concat(names, ",")
+    local root_local, root_mr = "/kingest/" .. H.unique("standalone"), "/kingest/" .. H.unique("mr")
+    local work_local, work_mr = H.workdir("mr_same_local"), H.workdir("mr_same_mr")
+    H.run_ok(H.job({ dir = work_local, name = "Standalone", topics = topics, props = props(root_local, false) }),
+      work_local)
+    local job = H.job({ dir = work_mr, name = "OnYarn", topics = topics, props = props(root_mr, true) })
+    local log = H.run_ok(job, work_mr)
+    -- What the driver says: the application, its tracking URL, the maps' progress as Hadoop sees it.
+    assert.matches("Hadoop job: application application_%d+_%d+", log)
+    assert.matches("Hadoop job: tracking URL http://[^ ]+/proxy/application_", log)
+    assert.matches("Hadoop job: map 100%% reduce 0%%", log)
+    assert.matches("Job job_OnYarn_%d+ completed in", log)
+    assert_published(root_local, names, records)
+    assert_published(root_mr, names, records)
+    assert.same(H.stored_offsets(work_local, "Standalone"), H.stored_offsets(work_mr, "OnYarn"))
+    -- The metrics file sums the maps' counts, as a standalone run's does, with a line per task.
+    local function job_counters(work)
+      local job, tasks = nil, 0
+      for _, line in ipairs(H.metrics_lines(work .. "/metrics")) do
+        if line.type == "metrics" and not line.context.task then job = line.counters end
+        if line.type == "metrics" and line.context.task then tasks = tasks + 1 end
+      end
+      return job, tasks
+    end
+    local mr_counters, mr_tasks = job_counters(work_mr)
+    local local_counters, local_tasks = job_counters(work_local)
+    assert.equals(750, mr_counters["gobblin.writer.records.written"])
+    assert.equals(750, mr_counters["gobblin.extractor.records.read"])
+    assert.equals(local_counters["gobblin.writer.bytes.written"], mr_counters["gobblin.writer.bytes.written"])
+    assert.equals(local_tasks, mr_tasks)
+    -- The run's folder under mr.job.root.dir is gone (input, output, the attempts' task data).
+    assert.same({}, W.paths(root_mr .. "/mr"))
+    -- Next run: only the new records, published once.
+    produce_more(names, records, { 1, 2, 3 }, 7, "b")
+    local again = H.run_ok(job, work_mr)
+    assert.matches("committed the offsets of 6 partitions", again)
+    assert_published(root_mr, names, records)
+    local stored = H.stored_offsets(work_mr, "OnYarn")
+    assert.equals(307, stored[names[1] .. ":0"])
+    assert.equals(97, stored[names[3] .. ":2"])
+  end)
+
+  it("retries a map attempt that dies after printing its result, and publishes only the retry's files", function()
+    local names, records = topics_with("mr_retry", { { 150, 60 } })
+    local root, work = "/kingest/" .. H.unique("retry"), H.workdir("mr_retry")
+    local job = H.job({ dir = work, name = "Retry", topics = names[1], props = props(root, true) })
+    -- Every map's first attempt is killed with SIGKILL once its result line is out.
+    local log = H.run_ok(job, work, { KINGEST_MAP_CRASH_AT = "map:1" })
+    assert.matches("Task Id : attempt_%d+_%d+_m_%d+_0, Status : FAILED", log)
+    assert_published(root, names, records)
+    local files = W.paths(root .. "/out")
+    assert.equals(2, #files, table.concat(files, "\n")) -- one per task: the failed attempts' never appear
+    assert.same({ [names[1] .. ":0"] = 150, [names[1] .. ":1"] = 60 }, H.stored_offsets(work, "Retry"))
+  end)
+
+  it("fails when YARN fails the job: offsets unmoved, nothing published, its HDFS folder removed", function()
+    local names, records = topics_with("mr_fail", { { 80 } })
+    local root, work = "/kingest/" .. H.unique("fail"), H.workdir("mr_fail")
+    local job = H.job({ dir = work, name = "Fails", topics = names[1],
+      props = props(root, true, { ["mr.map.max.attempts"] = 1 }) })
+    local last = H.run_fails(job, work, 1, { "the Hadoop job of job_Fails_", "failed" },
+      { KINGEST_MAP_CRASH_AT = "map:1" })
+    assert.matches("Job not successful", last)
+    assert.same({}, H.stored_offsets(work, "Fails"))
+    assert.same({}, W.paths(root .. "/out"))
+    assert.same({}, W.paths(root .. "/mr"))
+    H.run_ok(job, work)
+    assert_published(root, names, records)
+  end)
+
+  it("recovers from a driver killed while its Hadoop job runs: the abandoned run's folder is removed, every "
+    .. "record published once", function()
+    local names, records = topics_with("mr_kill", { { 100, 100 } })
+    local root, work = "/kingest/" .. H.unique("kill"), H.workdir("mr_kill")
+    local job = H.job({ dir = work, name = "Killed", topics = names[1], props = props(root, true) })
+    local log = work .. "/driver.log"
+    local _, pid = H.sh(string.format("GOBBLIN_WORK_DIR=%s %s run %s >%s 2>&1 & echo $!", H.q(work), H.q(H.bin),
+      H.q(job), H.q(log)))
+    assert.truthy(H.wait_until(function() return (H.slurp(log) or ""):find("Hadoop job: job_", 1, true) end, 60),
+      H.slurp(log))
+    H.sh("kill -KILL " .. pid:match("%d+"))
+    -- The orphaned Hadoop job goes on and ends; its output is never published.
+    local dead = (H.slurp(log) or ""):match("Starting job Killed %((job_Killed_%d+)%)")
+    assert.truthy(H.wait_until(function()
+      return W.exists(root .. "/mr/Killed/" .. dead .. "/output/_SUCCESS")
+    end, 120))
+    assert.same({}, W.paths(root .. "/out"))
+    assert.same({}, H.stored_offsets(work, "Killed"))
+    local again = H.run_ok(job, work)
+    assert.truthy(again:find("Removed the task data of an earlier run that did not finish: " .. root .. "/mr/Killed/"
+      .. dead, 1, true), again)
+    assert_published(root, names, records)
+    assert.same({}, W.paths(root .. "/mr"))
+  end)
+
+  it("finishes on the next run a commit its driver was killed in", function()
+    local names, records = topics_with("mr_commit", { { 90, 90, 90 } })
+    local root, work = "/kingest/" .. H.unique("commit"), H.workdir("mr_commit")
+    local job = H.job({ dir = work, name = "CommitKill", topics = names[1],
+      props = props(root, true, { ["parallel.runner.threads"] = 1 }) })
+    local code, _, err = H.run(job, work, { KINGEST_CRASH_AT = "publish:1" })
+    assert.equals(128 + 9, code, err)
+    assert.equals(1, #W.paths(root .. "/out"))
+    local again = H.run_ok(job, work)
+    assert.truthy(again:find("Finished the interrupted commit", 1, true), again)
+    assert_published(root, names, records)
+    assert.same({}, W.paths(root .. "/mr"))
+    local stored = H.stored_offsets(work, "CommitKill")
+    assert.equals(270, stored[names[1] .. ":0"] + stored[names[1] .. ":1"] + stored[names[1] .. ":2"])
+  end)
+
+  it("names the ResourceManager it tried when YARN cannot be reached, offsets unmoved", function()
+    local names = topics_with("mr_norm", { { 5 } })
+    local root, work = "/kingest/" .. H.unique("norm"), H.workdir("mr_norm")
+    local job = H.job({ dir = work, name = "NoRm", topics = names[1], props = props(root, true, {
+      ["mr.streaming.args"] = "-Dyarn.resourcemanager.address=127.0.0.1:9 "
+        .. "-Dyarn.resourcemanager.connect.max-wait.ms=3000 -Dyarn.resourcemanager.connect.retry-interval.ms=500",
+    }) })
+    H.run_fails(job, work, 1, { "the Hadoop job of job_NoRm_", "127.0.0.1:9" })
+    assert.same({}, H.stored_offsets(work, "NoRm"))
+    assert.same({}, W.paths(root .. "/mr"))
+  end)
+end)
+
+describe("kingest in MapReduce mode, refusing what cannot work", function()
+  local function job_with(extra)
+    local work = H.workdir("mr_bad")
+    local root = "/kingest/" .. H.unique("bad")
+    return H.job({ dir = work, name = "MrBad", topics = "t", props = props(root, true, extra) }), work, root
+  end
+
+  it("a Hadoop command that is not there, naming where it looked", function()
+    local job, work = job_with({ ["mr.hadoop.command"] = "/nonexistent/bin/hadoop" })
+    H.run_fails(job, work, 1, { "mr.hadoop.command=/nonexistent/bin/hadoop", "not found" })
+    job, work = job_with({ ["mr.hadoop.command"] = "hadoop-not-installed" })
+    H.run_fails(job, work, 1, { "mr.hadoop.command=hadoop-not-installed", "PATH=" })
+  end)
+
+  it("a streaming jar that is not there", function()
+    local job, work = job_with({ ["mr.streaming.jar"] = "/nonexistent/hadoop-streaming.jar" })
+    H.run_fails(job, work, 1, { "mr.streaming.jar=/nonexistent/hadoop-streaming.jar", "No such file" })
+  end)
+
+  it("an mr.job.root.dir that cannot be written, and none at all", function()
+    local root = "/kingest/" .. H.unique("ro")
+    hadoop("fs", "-mkdir", "-p", root .. "/mr", root .. "/open")
+    hadoop("fs", "-chmod", "555", root .. "/mr")
+    hadoop("fs", "-chmod", "777", root .. "/open")
+    local work = H.workdir("mr_ro")
+    local job = H.job({ dir = work, name = "MrBad", topics = "t", props = props(root, true, {
+      ["writer.fs.uri"] = W.uri("nobody"),
+      ["task.data.root.dir"] = root .. "/open/task-data",
+      ["data.publisher.final.dir"] = root .. "/open/out",
+    }) })
+    H.run_fails(job, work, 1, { "mr.job.root.dir", root .. "/mr", "Permission denied" })
+    local none
+    none, work = job_with({ ["mr.job.root.dir"] = "" })
+    H.run_fails(none, work, 1, { "launcher.type=MAPREDUCE needs mr.job.root.dir" })
+  end)
+
+  it("a local writer file system, and a launcher.type it does not know", function()
+    local job, work = job_with({ ["writer.fs.uri"] = "file:///", ["task.data.root.dir"] = "",
+      ["data.publisher.final.dir"] = "" })
+    H.run_fails(job, work, 1, { "launcher.type=MAPREDUCE", "writer.fs.uri", "webhdfs://" })
+    job, work = job_with({ ["launcher.type"] = "SPARK" })
+    H.run_fails(job, work, 1, { "launcher.type", "SPARK", "LOCAL", "MAPREDUCE" })
+  end)
+end)
