@@ -131,10 +131,14 @@ describe("kingest in MapReduce mode on YARN", function()
   it("retries a map attempt that dies after printing its result, and publishes only the retry's files", function()
     local names, records = topics_with("mr_retry", { { 150, 60 } })
     local root, work = "/kingest/" .. H.unique("retry"), H.workdir("mr_retry")
-    local job = H.job({ dir = work, name = "Retry", topics = names[1], props = props(root, true) })
+    -- Records that take 20 ms each, so that the maps report progress, and the driver polls it every second.
+    local job = H.job({ dir = work, name = "Retry", topics = names[1], code = H.slow_decode(20),
+      props = props(root, true, { ["progress.interval.ms"] = 1000 }) })
     -- Every map's first attempt is killed with SIGKILL once its result line is out.
     local log = H.run_ok(job, work, { KINGEST_MAP_CRASH_AT = "map:1" })
     assert.matches("Task Id : attempt_%d+_%d+_m_%d+_0, Status : FAILED", log)
+    -- The maps' reporter:status lines, as YARN keeps them, in the driver's log.
+    assert.matches("INFO Progress: task_Retry_%d+_%d " .. names[1] .. ":%d %d+/%d+ records", log)
     assert_published(root, names, records)
     local files = W.paths(root .. "/out")
     assert.equals(2, #files, table.concat(files, "\n")) -- one per task: the failed attempts' never appear
