@@ -290,8 +290,9 @@ static const kg_property_t properties[] = {
      .type = KG_PROP_STRING,
      .def = "",
      KG_FIELD(mr_args),
-     .doc = "More arguments for Hadoop Streaming, split at spaces, placed before kingest's own (for example "
-            "`-D mapreduce.map.memory.mb=512 -D mapreduce.job.queuename=etl`)."},
+     .doc = "More arguments for Hadoop Streaming, split at spaces: generic options, placed before kingest's own "
+            "(`-D mapreduce.job.priority=HIGH -libjars ...`), and `-cmdenv VAR=VALUE` pairs, which set a variable "
+            "in the maps' environment (one a .pull file's `${env:VAR}` needs, say)."},
     {.name = "writer.destination.type",
      .type = KG_PROP_ENUM,
      .def = "HDFS",

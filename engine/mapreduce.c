@@ -484,9 +484,18 @@ int kg_mr_run(const kg_mr_run_t *run, char *errbuf) {
       arg(&a, kv);
       free(kv);
     }
+    /* Generic options go first; a -cmdenv VAR=VALUE pair, Streaming's own, after the input and output. */
+    argv_t env = {0};
     char *extra = kg_xstrdup(c->mr_args ? c->mr_args : ""), *save = NULL;
-    for (char *w = strtok_r(extra, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
-      arg(&a, w);
+    for (char *w = strtok_r(extra, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+      if (!strcmp(w, "-cmdenv")) {
+        char *value = strtok_r(NULL, " \t", &save);
+        arg(&env, w);
+        if (value) arg(&env, value);
+      } else {
+        arg(&a, w);
+      }
+    }
     free(extra);
     arg(&a, "-files");
     arg(&a, job_file);
@@ -500,6 +509,9 @@ int kg_mr_run(const kg_mr_run_t *run, char *errbuf) {
     arg(&a, "-mapper");
     arg(&a, mapper);
     free(mapper);
+    for (size_t i = 0; i < env.count; i++)
+      arg(&a, env.items[i]);
+    argv_free(&env);
     /* The maps find kingest's Lua library where this process does; a test's fault injection goes along. */
     static const char *const forwarded[] = {"KINGEST_LUA_PATH", "KINGEST_MAP_CRASH_AT", NULL};
     for (const char *const *f = forwarded; *f; f++) {

@@ -89,9 +89,12 @@ describe("kingest in MapReduce mode on YARN", function()
     local topics = table.concat(names, ",")
     local root_local, root_mr = "/kingest/" .. H.unique("standalone"), "/kingest/" .. H.unique("mr")
     local work_local, work_mr = H.workdir("mr_same_local"), H.workdir("mr_same_mr")
-    H.run_ok(H.job({ dir = work_local, name = "Standalone", topics = topics, props = props(root_local, false) }),
-      work_local)
-    local job = H.job({ dir = work_mr, name = "OnYarn", topics = topics, props = props(root_mr, true) })
+    -- A script that needs a variable of its environment: the maps get it through -cmdenv.
+    local code = 'decodeRecord = function(m) assert(os.getenv("KINGEST_SPEC_TAG") == "on", "no tag") return m end,'
+    H.run_ok(H.job({ dir = work_local, name = "Standalone", topics = topics, props = props(root_local, false),
+      code = code }), work_local, { KINGEST_SPEC_TAG = "on" })
+    local job = H.job({ dir = work_mr, name = "OnYarn", topics = topics, code = code,
+      props = props(root_mr, true, { ["mr.streaming.args"] = "-D mapreduce.job.priority=HIGH -cmdenv KINGEST_SPEC_TAG=on" }) })
     local log = H.run_ok(job, work_mr)
     -- What the driver says: the application, its tracking URL, the maps' progress as Hadoop sees it.
     assert.matches("Hadoop job: application application_%d+_%d+", log)
@@ -131,9 +134,11 @@ describe("kingest in MapReduce mode on YARN", function()
   it("retries a map attempt that dies after printing its result, and publishes only the retry's files", function()
     local names, records = topics_with("mr_retry", { { 150, 60 } })
     local root, work = "/kingest/" .. H.unique("retry"), H.workdir("mr_retry")
-    -- Records that take 20 ms each, so that the maps report progress, and the driver polls it every second.
-    local job = H.job({ dir = work, name = "Retry", topics = names[1], code = H.slow_decode(20),
-      props = props(root, true, { ["progress.interval.ms"] = 1000 }) })
+    -- Records that take 30 ms each, so that the maps report progress for seconds; the maps report to YARN every
+    -- half second, and the driver asks every second.
+    local job = H.job({ dir = work, name = "Retry", topics = names[1], code = H.slow_decode(30),
+      props = props(root, true, { ["progress.interval.ms"] = 1000,
+        ["mr.streaming.args"] = "-D mapreduce.task.progress-report.interval=500" }) })
     -- Every map's first attempt is killed with SIGKILL once its result line is out.
     local log = H.run_ok(job, work, { KINGEST_MAP_CRASH_AT = "map:1" })
     assert.matches("Task Id : attempt_%d+_%d+_m_%d+_0, Status : FAILED", log)
