@@ -57,7 +57,14 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, char *errbu
                      .job_dir = job->job_dir,
                      .fs = job->fs,
                      .report = &job->report};
-  if (c->launcher == KG_LAUNCHER_MAPREDUCE) {
+  /* A run with nothing to pull is not worth a Hadoop job (15 s or more): its tasks only carry the offsets on. */
+  bool nothing = true;
+  for (size_t i = 0; i < job->ntasks && nothing; i++)
+    for (size_t u = 0; u < job->tasks[i].spec.nunits && nothing; u++)
+      nothing = job->tasks[i].spec.units[u]->high <= job->tasks[i].spec.units[u]->low;
+  if (c->launcher == KG_LAUNCHER_MAPREDUCE && nothing)
+    KG_INFO("Nothing to pull: the %zu tasks run here rather than as a Hadoop job", job->ntasks);
+  if (c->launcher == KG_LAUNCHER_MAPREDUCE && !nothing) {
     kg_mr_run_t mr = {.config = c,
                       .job_id = job->job_id,
                       .job_dir = job->job_dir,

@@ -312,7 +312,8 @@ static void log_client_line(const char *line, char **last, char **rm) {
     KG_INFO("Hadoop job: map%s", p + 4);
   else if ((p = strstr(line, "Job ")) && (strstr(line, "completed successfully") || strstr(line, "failed with state")))
     KG_INFO("Hadoop job: %s", p);
-  else if (strstr(line, "Task Id :") || strstr(line, "ERROR") || strstr(line, "Exception"))
+  else if (strstr(line, "Task Id :") || strstr(line, "ERROR") || strstr(line, "Exception") ||
+           strstr(line, "AttemptID:"))
     KG_WARN("Hadoop job: %s", line);
   else
     KG_DEBUG("Hadoop: %s", line);

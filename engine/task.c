@@ -339,7 +339,6 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
       for (int i = 0; i < keep; i++)
         res->bytes += (int64_t)records[i].value_len;
       res->records += keep;
-      atomic_store(&t->live.unit_records, res->records);
       kg_metrics_add(&t->result.metrics, KG_M_RECORDS_READ, keep);
       next = (int64_t)records[keep - 1].offset + 1;
       res->last = kg_fingerprint_record(&records[keep - 1]);
@@ -347,6 +346,7 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
       if (good < 0) return good;
       int rc = good ? process_batch(run, wu, res, good, &logged_errors, errbuf) : KG_OK;
       if (rc) return rc;
+      atomic_store(&t->live.unit_records, res->records); /* progress counts records done, not only fetched */
       run->task_records += keep;
       atomic_store(&t->live.read, run->task_records);
       int64_t records_written, bytes_written;

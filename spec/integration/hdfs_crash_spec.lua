@@ -10,7 +10,7 @@ local Crash = require("support.crash")
 local W = require("support.webhdfs")
 
 -- KINGEST_HDFS_CRASH_KILLS raises (or lowers) the number of kills; KINGEST_CRASH_VERBOSE prints the progress.
-local KILLS = tonumber(os.getenv("KINGEST_HDFS_CRASH_KILLS") or "") or 30
+local KILLS = tonumber(os.getenv("KINGEST_HDFS_CRASH_KILLS") or "") or 20
 local SEED = tonumber(os.getenv("KINGEST_CRASH_SEED") or "")
 
 local function campaign_on(title, staging, name)

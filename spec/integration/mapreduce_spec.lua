@@ -134,14 +134,17 @@ describe("kingest in MapReduce mode on YARN", function()
   it("retries a map attempt that dies after printing its result, and publishes only the retry's files", function()
     local names, records = topics_with("mr_retry", { { 150, 60 } })
     local root, work = "/kingest/" .. H.unique("retry"), H.workdir("mr_retry")
-    -- Records that take 30 ms each, so that the maps report progress for seconds; the maps report to YARN every
-    -- half second, and the driver asks every second.
-    local job = H.job({ dir = work, name = "Retry", topics = names[1], code = H.slow_decode(30),
+    -- Records that take 50 ms each, so that a map works 7.5 s without reading input: its status lines (every
+    -- second) keep it alive past a 4 s mapreduce.task.timeout. The maps report to YARN every half second, and
+    -- the driver asks every second.
+    local job = H.job({ dir = work, name = "Retry", topics = names[1], code = H.slow_decode(50),
       props = props(root, true, { ["progress.interval.ms"] = 1000,
-        ["mr.streaming.args"] = "-D mapreduce.task.progress-report.interval=500" }) })
+        ["mr.streaming.args"] = "-D mapreduce.task.progress-report.interval=500 -D mapreduce.task.timeout=4000 "
+          .. "-D mapreduce.task.timeout.check-interval-ms=500" }) })
     -- Every map's first attempt is killed with SIGKILL once its result line is out.
     local log = H.run_ok(job, work, { KINGEST_MAP_CRASH_AT = "map:1" })
     assert.matches("Task Id : attempt_%d+_%d+_m_%d+_0, Status : FAILED", log)
+    assert.falsy(log:find("taskTimedOut: true", 1, true), log) -- no attempt was killed for silence
     -- The maps' reporter:status lines, as YARN keeps them, in the driver's log.
     assert.matches("INFO Progress: task_Retry_%d+_%d " .. names[1] .. ":%d %d+/%d+ records", log)
     assert_published(root, names, records)
@@ -210,7 +213,7 @@ describe("kingest in MapReduce mode on YARN", function()
     local names = topics_with("mr_norm", { { 5 } })
     local root, work = "/kingest/" .. H.unique("norm"), H.workdir("mr_norm")
     local job = H.job({ dir = work, name = "NoRm", topics = names[1], props = props(root, true, {
-      ["mr.streaming.args"] = "-Dyarn.resourcemanager.address=127.0.0.1:9 "
+      ["mr.streaming.args"] = "-Dyarn.resourcemanager.address=127.0.0.1:9 -Dipc.client.connect.max.retries=0 "
         .. "-Dyarn.resourcemanager.connect.max-wait.ms=3000 -Dyarn.resourcemanager.connect.retry-interval.ms=500",
     }) })
     H.run_fails(job, work, 1, { "the Hadoop job of job_NoRm_", "127.0.0.1:9" })
