@@ -1370,6 +1370,16 @@ static int set_limits(kg_config_t *c, const kg_property_t *enabled, const char *
   return KG_OK;
 }
 
+const char *kg_config_writer_fs(const kg_config_t *c, const char **property) {
+  const char *uri = kg_props_get(c->props, "writer.fs.uri");
+  *property = "writer.fs.uri";
+  if (!uri || !*uri) {
+    uri = kg_props_get(c->props, "fs.uri");
+    *property = "fs.uri";
+  }
+  return uri && *uri ? uri : "file:///";
+}
+
 void kg_config_destroy(kg_config_t *c) {
   if (!c) return;
   kg_props_destroy(c->props);

@@ -191,4 +191,8 @@ void kg_config_print_properties(FILE *out, bool markdown);
 int kg_config_parse_enum(const char *property, const char *origin, const char *value, const char *const *allowed,
                          char *errbuf);
 
+/* The writer's file system URI: writer.fs.uri, else fs.uri, else file:///; *PROPERTY names the one it came from
+ * (fs.uri for the default). */
+const char *kg_config_writer_fs(const kg_config_t *config, const char **property);
+
 #endif

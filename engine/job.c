@@ -146,13 +146,8 @@ static const char *job_root(const kg_config_t *c) {
 /* The file systems and the writer the job's properties name. */
 static int open_outputs(kg_job_t *job, char *errbuf) {
   const kg_config_t *c = job->config;
-  const char *fs_uri = kg_props_get(c->props, "writer.fs.uri");
-  const char *fs_property = "writer.fs.uri";
-  if (!fs_uri || !*fs_uri) {
-    fs_uri = kg_props_get(c->props, "fs.uri");
-    fs_property = "fs.uri";
-  }
-  if (!fs_uri || !*fs_uri) fs_uri = "file:///";
+  const char *fs_property = NULL;
+  const char *fs_uri = kg_config_writer_fs(c, &fs_property);
   const char *pub_uri = kg_props_get(c->props, "data.publisher.fs.uri");
   int rc = kg_fs_open(fs_uri, fs_property, &job->fs, errbuf);
   if (rc) return rc;

@@ -638,12 +638,8 @@ int kg_mr_run_task(const kg_config_t *c, char *errbuf) {
   const char *crash = getenv("KINGEST_MAP_CRASH_AT");
   size_t alen = strlen(attempt);
   if (crash && *crash && alen > 2 && !strcmp(attempt + alen - 2, "_0")) setenv("KINGEST_CRASH_AT", crash, 1);
-  const char *fs_uri = kg_props_get(c->props, "writer.fs.uri");
-  const char *fs_property = "writer.fs.uri";
-  if (!fs_uri || !*fs_uri) {
-    fs_uri = kg_props_get(c->props, "fs.uri");
-    fs_property = "fs.uri";
-  }
+  const char *fs_property = NULL;
+  const char *fs_uri = kg_config_writer_fs(c, &fs_property);
   kg_fs_t *fs = NULL;
   const kg_writer_ops_t *writer = NULL;
   int rc = kg_fs_open(fs_uri, fs_property, &fs, errbuf);
