@@ -132,14 +132,14 @@ describe("kingest in MapReduce mode on YARN", function()
   end)
 
   it("retries a map attempt that dies after printing its result, and publishes only the retry's files", function()
-    local names, records = topics_with("mr_retry", { { 150, 60 } })
+    local names, records = topics_with("mr_retry", { { 120, 40 } })
     local root, work = "/kingest/" .. H.unique("retry"), H.workdir("mr_retry")
-    -- Records that take 50 ms each, so that a map works 7.5 s without reading input: its status lines (every
-    -- second) keep it alive past a 4 s mapreduce.task.timeout. The maps report to YARN every half second, and
-    -- the driver asks every second.
-    local job = H.job({ dir = work, name = "Retry", topics = names[1], code = H.slow_decode(50),
+    -- Records that take 100 ms each, so that a map works 12 s without reading input: its status lines (every
+    -- second) keep it alive past a 10 s mapreduce.task.timeout (which also counts the map's start, slow on a
+    -- loaded machine). The maps report to YARN every half second, and the driver asks every second.
+    local job = H.job({ dir = work, name = "Retry", topics = names[1], code = H.slow_decode(100),
       props = props(root, true, { ["progress.interval.ms"] = 1000,
-        ["mr.streaming.args"] = "-D mapreduce.task.progress-report.interval=500 -D mapreduce.task.timeout=4000 "
+        ["mr.streaming.args"] = "-D mapreduce.task.progress-report.interval=500 -D mapreduce.task.timeout=10000 "
           .. "-D mapreduce.task.timeout.check-interval-ms=500" }) })
     -- Every map's first attempt is killed with SIGKILL once its result line is out.
     local log = H.run_ok(job, work, { KINGEST_MAP_CRASH_AT = "map:1" })
@@ -150,7 +150,7 @@ describe("kingest in MapReduce mode on YARN", function()
     assert_published(root, names, records)
     local files = W.paths(root .. "/out")
     assert.equals(2, #files, table.concat(files, "\n")) -- one per task: the failed attempts' never appear
-    assert.same({ [names[1] .. ":0"] = 150, [names[1] .. ":1"] = 60 }, H.stored_offsets(work, "Retry"))
+    assert.same({ [names[1] .. ":0"] = 120, [names[1] .. ":1"] = 40 }, H.stored_offsets(work, "Retry"))
   end)
 
   it("fails when YARN fails the job: offsets unmoved, nothing published, its HDFS folder removed", function()
