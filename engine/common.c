@@ -35,6 +35,11 @@ static kg_log_level_t log_level = KG_LOG_INFO;
 static FILE *log_file;
 static char *status_text; /* the live status block at the bottom of a terminal, or NULL */
 static int status_lines;
+static kg_log_format_t log_format = KG_LOG_FORMAT_TEXT;
+/* What the lines are about: the run (set once per run), and per thread the task and the partition it pulls. */
+static char log_job[256], log_job_id[320];
+static _Thread_local char log_task[320], log_topic[256];
+static _Thread_local int32_t log_partition = -1;
 
 void kg_log_set_level(kg_log_level_t level) { log_level = level; }
 
@@ -47,22 +52,101 @@ int kg_log_set_file(const char *path) {
   return (path && !log_file) ? KG_EIO : KG_OK;
 }
 
+void kg_log_set_format(kg_log_format_t format) { log_format = format; }
+
+kg_log_format_t kg_log_get_format(void) { return log_format; }
+
+void kg_log_set_job(const char *name, const char *job_id) {
+  pthread_mutex_lock(&log_mutex);
+  snprintf(log_job, sizeof log_job, "%s", name ? name : "");
+  snprintf(log_job_id, sizeof log_job_id, "%s", job_id ? job_id : "");
+  pthread_mutex_unlock(&log_mutex);
+}
+
+void kg_log_set_task(const char *task_id) { snprintf(log_task, sizeof log_task, "%s", task_id ? task_id : ""); }
+
+void kg_log_set_partition(const char *topic, int32_t partition) {
+  snprintf(log_topic, sizeof log_topic, "%s", topic ? topic : "");
+  log_partition = partition;
+}
+
+/* Appends S to OUT (at *N, of SIZE bytes) as the inside of a JSON string; stops short rather than overflow. */
+static void json_escape(char *out, size_t size, int *n, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p && (size_t)*n + 8 < size; p++) {
+    unsigned char c = *p;
+    if (c == '"' || c == '\\') {
+      out[(*n)++] = '\\';
+      out[(*n)++] = (char)c;
+    } else if (c == '\n') {
+      out[(*n)++] = '\\';
+      out[(*n)++] = 'n';
+    } else if (c == '\t') {
+      out[(*n)++] = '\\';
+      out[(*n)++] = 't';
+    } else if (c < 0x20 || c == 0x7f) {
+      *n += snprintf(out + *n, size - (size_t)*n, "\\u%04x", c);
+    } else {
+      out[(*n)++] = (char)c;
+    }
+  }
+}
+
+/* One JSON object: time (UTC, RFC 3339 with milliseconds), level, message, then the job, job_id, task, topic and
+ * partition the line is about, when known. */
+static int format_json(char *line, size_t size, kg_log_level_t level, const struct timespec *ts, const char *msg) {
+  static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
+  struct tm tm;
+  gmtime_r(&ts->tv_sec, &tm);
+  int n = (int)strftime(line, size, "{\"time\":\"%Y-%m-%dT%H:%M:%S", &tm);
+  n += snprintf(line + n, size - (size_t)n, ".%03ldZ\",\"level\":\"%s\",\"message\":\"", ts->tv_nsec / 1000000,
+                names[level]);
+  json_escape(line, size - 256, &n, msg);
+  line[n++] = '"';
+  if (*log_job) {
+    n += snprintf(line + n, size - (size_t)n, ",\"job\":\"");
+    json_escape(line, size, &n, log_job);
+    n += snprintf(line + n, size - (size_t)n, "\",\"job_id\":\"");
+    json_escape(line, size, &n, log_job_id);
+    line[n++] = '"';
+  }
+  if (*log_task) {
+    n += snprintf(line + n, size - (size_t)n, ",\"task\":\"");
+    json_escape(line, size, &n, log_task);
+    line[n++] = '"';
+  }
+  if (*log_topic) {
+    n += snprintf(line + n, size - (size_t)n, ",\"topic\":\"");
+    json_escape(line, size, &n, log_topic);
+    line[n++] = '"';
+    if (log_partition >= 0) n += snprintf(line + n, size - (size_t)n, ",\"partition\":%d", (int)log_partition);
+  }
+  line[n++] = '}';
+  return n;
+}
+
 void kg_log(kg_log_level_t level, const char *fmt, ...) {
   static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
   if (level < log_level) return;
   char line[8192];
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  localtime_r(&ts.tv_sec, &tm);
-  int n = (int)strftime(line, sizeof line, "%Y-%m-%d %H:%M:%S", &tm);
-  n += snprintf(line + n, sizeof line - (size_t)n, ".%03ld %s ", ts.tv_nsec / 1000000, names[level]);
+  int n;
   va_list ap;
   va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  if (log_format == KG_LOG_FORMAT_JSON) {
+    char msg[6144];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    n = format_json(line, sizeof line - 2, level, &ts, msg);
+  } else {
+    struct tm tm;
+    localtime_r(&ts.tv_sec, &tm);
+    n = (int)strftime(line, sizeof line, "%Y-%m-%d %H:%M:%S", &tm);
+    n += snprintf(line + n, sizeof line - (size_t)n, ".%03ld %s ", ts.tv_nsec / 1000000, names[level]);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    if (m < 0) m = 0;
+    n += m;
+  }
   va_end(ap);
-  if (m < 0) m = 0;
-  n += m;
   if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
   line[n++] = '\n';
   line[n] = '\0';
@@ -86,6 +170,7 @@ void kg_log_line_raw(const char *prefix, const char *text) {
 }
 
 void kg_log_set_status(const char *text) {
+  if (log_format == KG_LOG_FORMAT_JSON) return; /* a log shipper reads every byte: no cursor movements */
   pthread_mutex_lock(&log_mutex);
   if (status_lines) fprintf(stderr, "\033[%dF\033[J", status_lines);
   free(status_text);

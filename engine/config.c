@@ -52,6 +52,7 @@ static const char *const packers[] = {"SINGLE_LEVEL", "BI_LEVEL", NULL};
 static const char *const limit_types[] = {"time", "rate", "count", NULL};
 static const char *const time_units[] = {"milliseconds", "seconds", "minutes", "hours", "days", NULL};
 static const char *const commit_policies[] = {"full", "successful", NULL};
+static const char *const log_formats[] = {"text", "json", NULL};
 static const char *const partitioners[] = {"TimeBasedWriterPartitioner", "TimeBasedAvroWriterPartitioner",
                                            "TimeBasedJsonWriterPartitioner", NULL};
 static const char *const granularities[] = {"MINUTE", "HOUR", "DAY", "MONTH", "YEAR", NULL}; /* kg_granularity_t */
@@ -100,6 +101,14 @@ static const kg_property_t properties[] = {
      .def = "false",
      .doc = "Refuse a job with properties kingest does not know or does not implement (see [Job files](#job-files)) "
             "instead of a WARN for each; `kingest run --strict` sets it."},
+    {.name = "log.format",
+     .type = KG_PROP_ENUM,
+     .def = "text",
+     .names = log_formats,
+     KG_FIELD(log_format),
+     .doc = "`text`: log lines as `2026-11-30 02:55:23.224 INFO Pulling topic test`; `json`: one JSON object per "
+            "line (time, level, message, and job, job_id, task, topic, partition when the line is about them) for "
+            "log shippers. `--log-format` on the command line wins over it."},
 
     /* Kafka. */
     {.name = "kafka.brokers",

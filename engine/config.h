@@ -56,6 +56,7 @@ typedef struct {
   size_t avro_schema_len;           /* its bytes */
   int max_mappers;                  /* mr.job.max.mappers */
   kg_commit_policy_t commit_policy; /* job.commit.policy */
+  int log_format;                   /* log.format: a kg_log_format_t */
   bool limit_enabled;               /* extract.limit.enabled */
   kg_limit_type_t limit_type;       /* extract.limit.type */
   int64_t limit_time_ms;            /* time: the task's budget */

@@ -241,6 +241,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   *outcome = KG_OUTCOME_SUCCESSFUL;
   job.start_ms = kg_now_ms();
   job.job_id = kg_xasprintf("job_%s_%lld", c->job_name, (long long)job.start_ms);
+  kg_log_set_job(c->job_name, job.job_id);
   time_t secs = (time_t)(job.start_ms / 1000);
   struct tm tm;
   gmtime_r(&secs, &tm);

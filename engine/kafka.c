@@ -347,6 +347,15 @@ int kg_kafka_offsets_bulk(kg_kafka_t *k, const char *const *topics, const int32_
   return rc;
 }
 
+int kg_kafka_offset_for_time(kg_kafka_t *k, const char *topic, int32_t partition, int64_t time_ms, int64_t *offset,
+                             char *errbuf) {
+  const char *topics[1] = {topic}, *errors[1] = {NULL};
+  int32_t partitions[1] = {partition};
+  int64_t started = kg_mono_ms(), deadline = started + k->metadata_timeout_ms;
+  /* A time after the partition's last record answers -1 ("no offset returned"): no record at or after it. */
+  return list_offsets(k, topics, partitions, 1, time_ms, started, deadline, offset, errors, errbuf);
+}
+
 /* Partitions read at once by kg_kafka_peek: each has a fetcher whose first answer may bring up to a fetch's worth of
  * records, so the batch bounds what planning holds in memory. */
 #define KG_PEEK_BATCH 64

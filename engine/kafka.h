@@ -37,6 +37,11 @@ int kg_kafka_offsets(kg_kafka_t *kafka, const char *topic, int32_t partition, in
 int kg_kafka_offsets_bulk(kg_kafka_t *kafka, const char *const *topics, const int32_t *partitions, size_t n,
                           int64_t *earliest, int64_t *latest, const char **errors, char *errbuf);
 
+/* Kafka's offsets-for-times: the first offset of TOPIC:PARTITION whose record's timestamp is TIME_MS or later, as
+ * *OFFSET; -1 when no record is that recent. */
+int kg_kafka_offset_for_time(kg_kafka_t *kafka, const char *topic, int32_t partition, int64_t time_ms,
+                             int64_t *offset, char *errbuf);
+
 /* Reads back one record of each of N partitions: the first record at or after OFFSETS[i] of
  * TOPICS[i]:PARTITIONS[i], as FOUND[i] (not set when the partition answered with its end, an error, or not at all
  * within the metadata timeout, which is logged). The fetchers of a batch of partitions run at once. */

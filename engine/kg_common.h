@@ -37,6 +37,20 @@ void kg_log_set_level(kg_log_level_t level);
 /* Also append every line to PATH (NULL stops). Returns KG_OK or KG_EIO. */
 int kg_log_set_file(const char *path);
 
+/* The log's format: text lines as above, or one JSON object per line for log shippers (--log-format json,
+ * log.format=json): {"time":"2026-11-30T02:47:01.123Z","level":"INFO","message":"Pulling topic test",
+ * "job":"events","job_id":"job_events_1796...","task":"task_events_1796..._0","topic":"test","partition":0}, the
+ * last fields only when the line is about them. */
+typedef enum { KG_LOG_FORMAT_TEXT = 0, KG_LOG_FORMAT_JSON } kg_log_format_t;
+void kg_log_set_format(kg_log_format_t format);
+kg_log_format_t kg_log_get_format(void);
+/* The run the following lines are about (NULL: none). */
+void kg_log_set_job(const char *name, const char *job_id);
+/* The task the calling thread runs (NULL: none), and the partition it pulls (TOPIC NULL: none; PARTITION -1 for a
+ * topic as a whole). */
+void kg_log_set_task(const char *task_id);
+void kg_log_set_partition(const char *topic, int32_t partition);
+
 /* Shows TEXT (lines, each ending in '\n') as a live block under the log on a terminal: log lines appear above
  * it, and the next call replaces it. NULL or "" removes it. Only for a terminal: it moves the cursor. */
 void kg_log_set_status(const char *text);

@@ -43,18 +43,26 @@ static const char *usage_main =
     "kingest pulls Kafka topics into files, with job logic written in Lua.\n"
     "\n"
     "Commands:\n"
-    "  run JOB             Run a job once (JOB is a job.lua or a Gobblin .pull/.properties file)\n"
-    "  plan JOB [--json]   Show the work units and tasks a run would make, changing nothing\n"
-    "  state show JOB      Print every partition's stored offset and statistics\n"
-    "  properties          List the job properties kingest reads, with their defaults\n"
-    "  run-task JOB        Run the tasks of a Hadoop job's map (launcher.type=MAPREDUCE)\n"
-    "  help [COMMAND]      Show help for a command\n"
+    "  run JOB                   Run a job once (JOB is a job.lua or a Gobblin .pull/.properties file)\n"
+    "  plan JOB [--json]         Show the work units and tasks a run would make, changing nothing\n"
+    "  state show JOB            Print every partition's stored offset, lag and statistics\n"
+    "  state history JOB         Past runs and state changes, newest first\n"
+    "  state set-offset JOB TOPIC:PARTITION OFFSET\n"
+    "                            Make the next run start a partition at OFFSET (a number, earliest, latest,\n"
+    "                            @TIME, +N or -N)\n"
+    "  state reset JOB [TOPIC[:PARTITION]]\n"
+    "                            Forget stored partitions: the next run treats them as new\n"
+    "  properties                List the job properties kingest reads, with their defaults\n"
+    "  run-task JOB              Run the tasks of a Hadoop job's map (launcher.type=MAPREDUCE)\n"
+    "  version                   Print the version\n"
+    "  help [COMMAND]            Show help for a command\n"
     "\n"
     "Options:\n"
-    "  -h, --help          Show this help\n"
-    "  -V, --version       Print the version\n"
+    "  -h, --help                Show this help\n"
+    "  -V, --version             Print the version\n"
     "\n"
-    "Run 'kingest COMMAND --help' for a command's options.\n"
+    "Run 'kingest COMMAND --help' for a command's options. An option's value may follow it (--work-dir DIR) or be\n"
+    "joined to it (--work-dir=DIR); \"--\" ends the options.\n"
     "\n" KG_EXIT_TABLE;
 
 static const char *usage_run =
@@ -69,6 +77,8 @@ static const char *usage_run =
     "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR)\n"
     "  -l, --log-level LEVEL  debug, info (default), warn or error\n"
     "      --log-file FILE    Also append the log to FILE\n"
+    "      --log-format FMT   text (default) or json: one JSON object per line (time, level, message, job,\n"
+    "                         job_id, task, topic, partition), for log shippers (the same as log.format)\n"
     "      --strict           Refuse to run when the job has properties kingest does not know or does not\n"
     "                         implement, instead of a WARN for each (the same as job.strict=true)\n"
     "  -h, --help             Show this help\n"
@@ -87,23 +97,37 @@ static const char *usage_state =
     "the brokers) or the job's name (then the state is under --state-store-dir or <work dir>/state-store).\n"
     "\n"
     "Commands:\n"
-    "  show JOB                       Every stored partition: next offset (where the next run starts), the\n"
+    "  show JOB [--json]              Every stored partition: next offset (where the next run starts), the\n"
     "                                 broker's earliest and latest offsets and the lag (when JOB is a job\n"
     "                                 file and the brokers answer), and the statistics of the last run\n"
-    "  history JOB [--limit N]        Past runs (time, records, bytes, result) and state changes, newest first\n"
-    "  set-offset JOB TOPIC:PARTITION OFFSET\n"
-    "                                 Make the next run start TOPIC:PARTITION at OFFSET\n"
-    "  reset JOB [TOPIC[:PARTITION]]  Forget stored partitions (all, a topic's, or one): the next run treats\n"
-    "                                 them as new (bootstrap.with.offset)\n"
+    "  history JOB [--limit N] [--json]\n"
+    "                                 Past runs (time, records, bytes, result) and state changes, newest first\n"
+    "  set-offset JOB TOPIC:PARTITION OFFSET [--dry-run] [--force]\n"
+    "                                 Make the next run start TOPIC:PARTITION at OFFSET: a whole number,\n"
+    "                                 earliest or latest (the broker's), @TIME (the first record at or after\n"
+    "                                 TIME, as Kafka's offsets-for-times: ISO 8601 such as @2026-11-30T14:05Z or\n"
+    "                                 @2026-11-30, or epoch milliseconds), or +N / -N from the stored offset.\n"
+    "                                 The offset must be in the broker's range (--force: not checked)\n"
+    "  reset JOB [TOPIC[:PARTITION]] [--yes] [--dry-run]\n"
+    "                                 Forget stored partitions (a topic's, or one; all of them only with\n"
+    "                                 --yes): the next run treats them as new (bootstrap.with.offset)\n"
     "\n"
     "set-offset and reset take the job lock, so they refuse to run while the job runs, refuse while an\n"
-    "interrupted commit waits to be finished, and log every change (also kept in the history).\n"
+    "interrupted commit waits to be finished, and log every change (also kept in the history). With --dry-run\n"
+    "they print what they would change and change nothing.\n"
     "\n"
     "Options:\n"
     "  -w, --work-dir DIR          Work dir (default: $GOBBLIN_WORK_DIR)\n"
     "  -s, --state-store-dir DIR   State store folder (default: the job's state.store.dir,\n"
     "                              or <work dir>/state-store)\n"
+    "  -j, --json                  show, history: print JSON\n"
     "  -n, --limit N               history: at most N rows (default 50; 0 for all)\n"
+    "      --dry-run               set-offset, reset: print what would change, change nothing\n"
+    "  -y, --yes                   reset: confirm forgetting every partition of the job\n"
+    "      --force                 set-offset: do not check the offset against the broker's range\n"
+    "  -l, --log-level LEVEL       debug, info (default; warn for show and history), warn or error\n"
+    "      --log-file FILE         Also append the log to FILE\n"
+    "      --log-format FMT        text (default) or json\n"
     "  -h, --help                  Show this help\n"
     "\n"
     "Exit status: 0 done; 1 failure; 2 bad usage; 3 the job is running.\n";
@@ -119,6 +143,8 @@ static const char *usage_plan =
     "  -j, --json             Print JSON instead of a table\n"
     "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR)\n"
     "  -l, --log-level LEVEL  debug, info, warn (default) or error\n"
+    "      --log-file FILE    Also append the log to FILE\n"
+    "      --log-format FMT   text (default) or json\n"
     "      --strict           Refuse properties kingest does not know or does not implement (job.strict=true)\n"
     "  -h, --help             Show this help\n";
 
@@ -135,6 +161,8 @@ static const char *usage_run_task =
     "Options:\n"
     "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR, else the current folder)\n"
     "  -l, --log-level LEVEL  debug, info (default), warn or error\n"
+    "      --log-file FILE    Also append the log to FILE\n"
+    "      --log-format FMT   text (default) or json\n"
     "  -h, --help             Show this help\n";
 
 static const char *usage_properties =
@@ -161,50 +189,89 @@ static int fail(int status, const char *msg) {
 
 static bool is_help(const char *arg) { return !strcmp(arg, "-h") || !strcmp(arg, "--help"); }
 
+/* The options of every command. A command takes the ones in its mask (OPT_BIT); each is given as --name VALUE,
+ * --name=VALUE, or -x VALUE for those with a short name; "--" ends the options. */
+typedef enum {
+  OPT_WORK_DIR,
+  OPT_STATE_DIR,
+  OPT_LOG_LEVEL,
+  OPT_LOG_FILE,
+  OPT_LOG_FORMAT,
+  OPT_LIMIT,
+  OPT_JSON,
+  OPT_STRICT,
+  OPT_DRY_RUN,
+  OPT_YES,
+  OPT_FORCE,
+  OPT_MARKDOWN,
+  OPT_TOPIC,
+  OPT_PARTITION,
+  OPT_FORMAT,
+  OPT_COUNT
+} kg_opt_id_t;
+
+#define OPT_BIT(id) (1u << (id))
+
+static const struct {
+  char short_name; /* 0: none */
+  const char *name;
+  bool takes_value;
+} options[OPT_COUNT] = {
+    [OPT_WORK_DIR] = {'w', "--work-dir", true},   [OPT_STATE_DIR] = {'s', "--state-store-dir", true},
+    [OPT_LOG_LEVEL] = {'l', "--log-level", true}, [OPT_LOG_FILE] = {0, "--log-file", true},
+    [OPT_LOG_FORMAT] = {0, "--log-format", true}, [OPT_LIMIT] = {'n', "--limit", true},
+    [OPT_JSON] = {'j', "--json", false},          [OPT_STRICT] = {0, "--strict", false},
+    [OPT_DRY_RUN] = {0, "--dry-run", false},      [OPT_YES] = {'y', "--yes", false},
+    [OPT_FORCE] = {0, "--force", false},          [OPT_MARKDOWN] = {0, "--markdown", false},
+    [OPT_TOPIC] = {0, "--topic", true},           [OPT_PARTITION] = {0, "--partition", true},
+    [OPT_FORMAT] = {0, "--format", true},
+};
+
+/* What a command takes. */
+#define OPTS_LOG (OPT_BIT(OPT_LOG_LEVEL) | OPT_BIT(OPT_LOG_FILE) | OPT_BIT(OPT_LOG_FORMAT))
+#define OPTS_RUN (OPT_BIT(OPT_WORK_DIR) | OPTS_LOG | OPT_BIT(OPT_STRICT))
+#define OPTS_PLAN (OPTS_RUN | OPT_BIT(OPT_JSON))
+#define OPTS_RUN_TASK (OPT_BIT(OPT_WORK_DIR) | OPTS_LOG)
+#define OPTS_STATE (OPT_BIT(OPT_WORK_DIR) | OPT_BIT(OPT_STATE_DIR) | OPTS_LOG)
+#define OPTS_STATE_SHOW (OPTS_STATE | OPT_BIT(OPT_JSON))
+#define OPTS_STATE_HISTORY (OPTS_STATE | OPT_BIT(OPT_JSON) | OPT_BIT(OPT_LIMIT))
+#define OPTS_STATE_SET_OFFSET (OPTS_STATE | OPT_BIT(OPT_DRY_RUN) | OPT_BIT(OPT_FORCE))
+#define OPTS_STATE_RESET (OPTS_STATE | OPT_BIT(OPT_DRY_RUN) | OPT_BIT(OPT_YES))
+#define OPTS_PROPERTIES (OPT_BIT(OPT_MARKDOWN))
+
 typedef struct {
-  const char *work_dir;
-  const char *state_dir;
-  const char *log_level;
-  const char *log_file;
-  const char *limit;
-  bool json;
-  bool strict; /* --strict: run and plan only */
+  const char *values[OPT_COUNT]; /* an option's value; "" for a flag that is given */
   const char *positional[4];
   int npositional;
 } kg_args_t;
 
-/* Parses options shared by the commands. Returns 0, 1 for --help, or 2 for bad usage (message printed). */
-static int parse_args(int argc, char **argv, int first, kg_args_t *a, const char *usage) {
+static bool has(const kg_args_t *a, kg_opt_id_t id) { return a->values[id] != NULL; }
+static const char *value(const kg_args_t *a, kg_opt_id_t id) { return a->values[id]; }
+
+/* The option closest to a misspelled one, among those COMMAND takes, or NULL. */
+static const char *closest_option(const char *name, unsigned mask) {
+  const char *best = NULL;
+  size_t best_d = 3;
+  for (int i = 0; i < OPT_COUNT; i++) {
+    if (!(mask & OPT_BIT(i))) continue;
+    size_t d = kg_edit_distance(name, options[i].name, 2);
+    if (d < best_d) {
+      best_d = d;
+      best = options[i].name;
+    }
+  }
+  return best;
+}
+
+/* Parses the options COMMAND takes (MASK) from argv[FIRST...]. Returns 0, 1 for --help (usage printed), or 2 for
+ * bad usage (message printed). --log-level, --log-file and --log-format take effect at once. */
+static int parse_args(int argc, char **argv, int first, unsigned mask, kg_args_t *a, const char *usage) {
   memset(a, 0, sizeof *a);
+  bool options_done = false;
   for (int i = first; i < argc; i++) {
     const char *arg = argv[i];
-    const char **target = NULL;
-    if (is_help(arg)) {
-      fputs(usage, stdout);
-      return 1;
-    } else if (!strcmp(arg, "-w") || !strcmp(arg, "--work-dir")) {
-      target = &a->work_dir;
-    } else if (!strcmp(arg, "-s") || !strcmp(arg, "--state-store-dir")) {
-      target = &a->state_dir;
-    } else if (!strcmp(arg, "-l") || !strcmp(arg, "--log-level")) {
-      target = &a->log_level;
-    } else if (!strcmp(arg, "-n") || !strcmp(arg, "--limit")) {
-      target = &a->limit;
-    } else if (!strcmp(arg, "--log-file")) {
-      target = &a->log_file;
-    } else if (!strcmp(arg, "-j") || !strcmp(arg, "--json")) {
-      a->json = true;
-      continue;
-    } else if (!strcmp(arg, "--strict") && (usage == usage_run || usage == usage_plan)) {
-      a->strict = true;
-      continue;
-    } else if (!strncmp(arg, "--work-dir=", 11)) {
-      a->work_dir = arg + 11;
-      continue;
-    } else if (arg[0] == '-' && arg[1]) {
-      fprintf(stderr, "kingest: unknown option %s\n%s", arg, usage);
-      return 2;
-    } else {
+    /* "-", and "-N" (set-offset's relative offset), are arguments */
+    if (options_done || arg[0] != '-' || !arg[1] || (arg[1] >= '0' && arg[1] <= '9')) {
       if (a->npositional == 4) {
         fprintf(stderr, "kingest: too many arguments\n%s", usage);
         return 2;
@@ -212,43 +279,102 @@ static int parse_args(int argc, char **argv, int first, kg_args_t *a, const char
       a->positional[a->npositional++] = arg;
       continue;
     }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "kingest: option %s needs a value\n%s", arg, usage);
+    if (!strcmp(arg, "--")) {
+      options_done = true;
+      continue;
+    }
+    if (is_help(arg)) {
+      fputs(usage, stdout);
+      return 1;
+    }
+    /* --name, --name=value, -x */
+    const char *eq = arg[1] == '-' ? strchr(arg, '=') : NULL;
+    size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+    int found = -1;
+    for (int o = 0; o < OPT_COUNT && found < 0; o++) {
+      if (!(mask & OPT_BIT(o))) continue;
+      if ((strlen(options[o].name) == name_len && !strncmp(arg, options[o].name, name_len)) ||
+          (options[o].short_name && arg[1] == options[o].short_name && !arg[2]))
+        found = o;
+    }
+    if (found < 0) {
+      char *name = kg_xstrndup(arg, name_len);
+      const char *near = arg[1] == '-' ? closest_option(name, mask) : NULL;
+      if (near)
+        fprintf(stderr, "kingest: unknown option %s; did you mean %s?\n%s", name, near, usage);
+      else
+        fprintf(stderr, "kingest: unknown option %s\n%s", name, usage);
+      free(name);
       return 2;
     }
-    *target = argv[++i];
+    const char *v;
+    if (!options[found].takes_value) {
+      if (eq) {
+        fprintf(stderr, "kingest: option %s takes no value\n%s", options[found].name, usage);
+        return 2;
+      }
+      v = "";
+    } else if (eq) {
+      v = eq + 1;
+    } else if (i + 1 < argc) {
+      v = argv[++i];
+    } else {
+      fprintf(stderr, "kingest: option %s needs a value\n%s", options[found].name, usage);
+      return 2;
+    }
+    if (options[found].takes_value && !*v) {
+      fprintf(stderr, "kingest: option %s needs a value\n%s", options[found].name, usage);
+      return 2;
+    }
+    a->values[found] = v;
   }
-  if (a->log_level) {
+  const char *level = value(a, OPT_LOG_LEVEL);
+  if (level) {
     static const char *levels[] = {"debug", "info", "warn", "error"};
     int found = -1;
     for (int i = 0; i < 4; i++)
-      if (!strcasecmp(a->log_level, levels[i])) found = i;
+      if (!strcasecmp(level, levels[i])) found = i;
     if (found < 0) {
-      fprintf(stderr, "kingest: invalid --log-level %s: allowed values are debug, info, warn, error\n", a->log_level);
+      fprintf(stderr, "kingest: invalid --log-level %s: allowed values are debug, info, warn, error\n", level);
       return 2;
     }
     kg_log_set_level((kg_log_level_t)found);
   }
-  if (a->log_file && kg_log_set_file(a->log_file)) {
-    fprintf(stderr, "kingest: cannot open log file %s\n", a->log_file);
+  const char *format = value(a, OPT_LOG_FORMAT);
+  if (format) {
+    if (!strcmp(format, "json"))
+      kg_log_set_format(KG_LOG_FORMAT_JSON);
+    else if (!strcmp(format, "text"))
+      kg_log_set_format(KG_LOG_FORMAT_TEXT);
+    else {
+      fprintf(stderr, "kingest: invalid --log-format %s: allowed values are text, json\n", format);
+      return 2;
+    }
+  }
+  const char *log_file = value(a, OPT_LOG_FILE);
+  if (log_file && kg_log_set_file(log_file)) {
+    fprintf(stderr, "kingest: cannot open log file %s\n", log_file);
     return 2;
   }
   return 0;
 }
 
-/* Loads and validates the job file. STRICT (--strict) sets job.strict=true, whatever the file says. */
-static int load_config(const char *job_file, const char *work_dir, bool strict, kg_config_t **config, char *err) {
+/* Loads and validates the job file. STRICT (--strict) sets job.strict=true, whatever the file says. The job's
+ * log.format applies from here on, unless --log-format said otherwise. */
+static int load_config(const char *job_file, const kg_args_t *a, kg_config_t **config, char *err) {
   kg_props_t *props = NULL;
   bool is_lua = false;
   int rc = kg_jobfile_load(job_file, &props, &is_lua, err);
   if (rc) return rc;
-  if (strict) kg_props_set(props, "job.strict", "true", "--strict");
-  return kg_config_new(props, job_file, is_lua, work_dir, config, err);
+  if (has(a, OPT_STRICT)) kg_props_set(props, "job.strict", "true", "--strict");
+  rc = kg_config_new(props, job_file, is_lua, value(a, OPT_WORK_DIR), config, err);
+  if (!rc && !has(a, OPT_LOG_FORMAT)) kg_log_set_format((kg_log_format_t)(*config)->log_format);
+  return rc;
 }
 
 static int cmd_run(int argc, char **argv) {
   kg_args_t a;
-  int prc = parse_args(argc, argv, 2, &a, usage_run);
+  int prc = parse_args(argc, argv, 2, OPTS_RUN, &a, usage_run);
   if (prc) return prc == 1 ? 0 : 2;
   if (a.npositional != 1) {
     fprintf(stderr, "kingest: run needs one job file\n%s", usage_run);
@@ -256,7 +382,7 @@ static int cmd_run(int argc, char **argv) {
   }
   char err[KG_ERRLEN] = "";
   kg_config_t *config = NULL;
-  if (load_config(a.positional[0], a.work_dir, a.strict, &config, err)) return fail(KG_EXIT_FAILED, err);
+  if (load_config(a.positional[0], &a, &config, err)) return fail(KG_EXIT_FAILED, err);
   kg_stop_install();
   kg_outcome_t outcome = KG_OUTCOME_SUCCESSFUL;
   int rc = kg_job_run(config, &outcome, err);
@@ -276,7 +402,7 @@ static int cmd_run(int argc, char **argv) {
 
 static int cmd_run_task(int argc, char **argv) {
   kg_args_t a;
-  int prc = parse_args(argc, argv, 2, &a, usage_run_task);
+  int prc = parse_args(argc, argv, 2, OPTS_RUN_TASK, &a, usage_run_task);
   if (prc) return prc == 1 ? 0 : 2;
   if (a.npositional != 1) {
     fprintf(stderr, "kingest: run-task needs one job file\n%s", usage_run_task);
@@ -285,9 +411,11 @@ static int cmd_run_task(int argc, char **argv) {
   char err[KG_ERRLEN] = "";
   kg_config_t *config = NULL;
   /* A map's work dir is its container's folder: nothing of it outlives the attempt. */
-  const char *work_dir = a.work_dir ? a.work_dir : getenv("GOBBLIN_WORK_DIR");
-  if (!work_dir || !*work_dir) work_dir = ".";
-  if (load_config(a.positional[0], work_dir, false, &config, err)) return fail(KG_EXIT_FAILED, err);
+  if (!has(&a, OPT_WORK_DIR)) {
+    const char *env = getenv("GOBBLIN_WORK_DIR");
+    a.values[OPT_WORK_DIR] = env && *env ? env : ".";
+  }
+  if (load_config(a.positional[0], &a, &config, err)) return fail(KG_EXIT_FAILED, err);
   kg_stop_install();
   int rc = kg_mr_run_task(config, err);
   kg_config_destroy(config);
@@ -297,7 +425,7 @@ static int cmd_run_task(int argc, char **argv) {
 static int cmd_plan(int argc, char **argv) {
   kg_log_set_level(KG_LOG_WARN); /* the plan is the output; --log-level info shows the planning steps */
   kg_args_t a;
-  int prc = parse_args(argc, argv, 2, &a, usage_plan);
+  int prc = parse_args(argc, argv, 2, OPTS_PLAN, &a, usage_plan);
   if (prc) return prc == 1 ? 0 : 2;
   if (a.npositional != 1) {
     fprintf(stderr, "kingest: plan needs one job file\n%s", usage_plan);
@@ -305,8 +433,8 @@ static int cmd_plan(int argc, char **argv) {
   }
   char err[KG_ERRLEN] = "";
   kg_config_t *config = NULL;
-  if (load_config(a.positional[0], a.work_dir, a.strict, &config, err)) return fail(1, err);
-  int rc = kg_job_plan(config, a.json, stdout, err);
+  if (load_config(a.positional[0], &a, &config, err)) return fail(1, err);
+  int rc = kg_job_plan(config, has(&a, OPT_JSON), stdout, err);
   kg_config_destroy(config);
   return rc ? fail(1, err) : 0;
 }
@@ -339,75 +467,131 @@ static void job_ref_free(kg_job_ref_t *r) {
 
 static int job_ref(const char *job, const kg_args_t *a, kg_job_ref_t *r, char *err) {
   memset(r, 0, sizeof *r);
+  const char *state_dir = value(a, OPT_STATE_DIR);
   if (access(job, F_OK) == 0) {
-    int rc = load_config(job, a->work_dir, false, &r->config, err);
+    int rc = load_config(job, a, &r->config, err);
     if (rc) return rc;
     r->job_name = kg_xstrdup(r->config->job_name);
-    r->state_dir = kg_xstrdup(a->state_dir ? a->state_dir : r->config->state_store_dir);
+    r->state_dir = kg_xstrdup(state_dir ? state_dir : r->config->state_store_dir);
     r->lock_dir = kg_xstrdup(r->config->lock_dir);
     return KG_OK;
   }
-  const char *wd = a->work_dir ? a->work_dir : getenv("GOBBLIN_WORK_DIR");
-  if (!a->state_dir && !wd)
+  const char *wd = value(a, OPT_WORK_DIR) ? value(a, OPT_WORK_DIR) : getenv("GOBBLIN_WORK_DIR");
+  if (!state_dir && !wd)
     return kg_fail(err, KG_EINVAL,
                    "%s is not a job file, and there is no state store for a job name: pass "
                    "--state-store-dir or --work-dir, or set GOBBLIN_WORK_DIR",
                    job);
   r->job_name = kg_xstrdup(job);
-  r->state_dir = a->state_dir ? kg_xstrdup(a->state_dir) : kg_config_default_path("state.store.dir", wd);
+  r->state_dir = state_dir ? kg_xstrdup(state_dir) : kg_config_default_path("state.store.dir", wd);
   r->lock_dir = wd ? kg_config_default_path("job.lock.dir", wd) : NULL;
   return KG_OK;
 }
 
-static void print_partitions(const kg_job_ref_t *r, kg_partition_state_t *parts, size_t n) {
-  /* The brokers' view, when the job file names them and they answer. */
-  int64_t *earliest = kg_xcalloc(n ? n : 1, sizeof(int64_t)), *latest = kg_xcalloc(n ? n : 1, sizeof(int64_t));
-  const char **errors = kg_xcalloc(n ? n : 1, sizeof(char *));
+/* The brokers' view of N stored partitions, when the job file names the brokers and they answer. */
+typedef struct {
+  bool known;             /* the brokers answered */
+  char error[KG_ERRLEN];  /* why not, when the job file names them */
+  int64_t *earliest, *latest;
+  const char **errors; /* per partition, NULL when answered */
+} kg_broker_view_t;
+
+static void broker_view(const kg_job_ref_t *r, const char *const *topics, const int32_t *ids, size_t n,
+                        kg_broker_view_t *v) {
+  memset(v, 0, sizeof *v);
+  v->earliest = kg_xcalloc(n ? n : 1, sizeof(int64_t));
+  v->latest = kg_xcalloc(n ? n : 1, sizeof(int64_t));
+  v->errors = kg_xcalloc(n ? n : 1, sizeof(char *));
+  if (!r->config || !n) return;
+  kg_kafka_t *kafka = NULL;
+  v->known = kg_kafka_new(r->config, &kafka, v->error) == KG_OK &&
+             kg_kafka_offsets_bulk(kafka, topics, ids, n, v->earliest, v->latest, v->errors, v->error) == KG_OK;
+  kg_kafka_destroy(kafka);
+}
+
+static void broker_view_free(kg_broker_view_t *v) {
+  free(v->earliest);
+  free(v->latest);
+  free(v->errors);
+}
+
+static void print_partitions(const kg_job_ref_t *r, kg_partition_state_t *parts, size_t n, bool json) {
   const char **topics = kg_xcalloc(n ? n : 1, sizeof(char *));
   int32_t *ids = kg_xcalloc(n ? n : 1, sizeof(int32_t));
-  bool broker = false;
-  char err[KG_ERRLEN] = "";
-  if (r->config && n) {
-    for (size_t i = 0; i < n; i++) {
-      topics[i] = parts[i].topic;
-      ids[i] = parts[i].partition;
-    }
-    kg_kafka_t *kafka = NULL;
-    broker = kg_kafka_new(r->config, &kafka, err) == KG_OK &&
-             kg_kafka_offsets_bulk(kafka, topics, ids, n, earliest, latest, errors, err) == KG_OK;
-    kg_kafka_destroy(kafka);
-  }
-  char *path = kg_state_path(r->state_dir, r->job_name);
-  printf("Job %s, state %s: %zu partitions\n", r->job_name, path, n);
-  free(path);
-  if (r->config && n && !broker) printf("(the brokers' offsets are not shown: %s)\n", err);
-  printf("%-32s %9s %14s %14s %14s %12s %12s %12s %12s  %s\n", "TOPIC", "PARTITION", "NEXT_OFFSET", "EARLIEST",
-         "LATEST", "LAG", "RECORDS", "AVG_REC_MS", "AVG_REC_B", "UPDATED");
   for (size_t i = 0; i < n; i++) {
-    char when[32], e[24] = "-", l[24] = "-", lag[32] = "-", rec[24] = "-", ms[24] = "-", b[24] = "-";
-    format_time(parts[i].updated_ms, when, sizeof when);
-    if (broker && !errors[i]) {
-      snprintf(e, sizeof e, "%lld", (long long)earliest[i]);
-      snprintf(l, sizeof l, "%lld", (long long)latest[i]);
-      if (parts[i].next_offset < earliest[i] || parts[i].next_offset > latest[i])
-        snprintf(lag, sizeof lag, "out-of-range");
-      else
-        snprintf(lag, sizeof lag, "%lld", (long long)(latest[i] - parts[i].next_offset));
-    } else if (broker) {
-      snprintf(e, sizeof e, "?");
-      snprintf(l, sizeof l, "?");
-    }
-    if (parts[i].has_stats) {
-      snprintf(rec, sizeof rec, "%lld", (long long)parts[i].records_pulled);
-      snprintf(ms, sizeof ms, "%.4f", parts[i].avg_record_millis);
-      snprintf(b, sizeof b, "%.1f", parts[i].avg_record_size);
-    }
-    printf("%-32s %9d %14lld %14s %14s %12s %12s %12s %12s  %s\n", parts[i].topic, parts[i].partition,
-           (long long)parts[i].next_offset, e, l, lag, rec, ms, b, when);
+    topics[i] = parts[i].topic;
+    ids[i] = parts[i].partition;
   }
-  free(earliest);
-  free(latest);
-  free(errors);
+  kg_broker_view_t v;
+  broker_view(r, topics, ids, n, &v);
+  char *path = kg_state_path(r->state_dir, r->job_name);
+  if (json) {
+    kg_buf_t out = {0};
+    kg_buf_appendf(&out, "%s", "{\"job\":");
+    kg_json_string(&out, r->job_name);
+    kg_buf_appendf(&out, "%s", ",\"state\":");
+    kg_json_string(&out, path);
+    kg_buf_appendf(&out, "%s", ",\"brokers_error\":");
+    if (r->config && n && !v.known)
+      kg_json_string(&out, v.error);
+    else
+      kg_buf_appendf(&out, "%s", "null");
+    kg_buf_appendf(&out, "%s", ",\"partitions\":[");
+    for (size_t i = 0; i < n; i++) {
+      const kg_partition_state_t *p = &parts[i];
+      kg_buf_appendf(&out, "%s", i ? ",\n  {\"topic\":" : "\n  {\"topic\":");
+      kg_json_string(&out, p->topic);
+      kg_buf_appendf(&out, ",\"partition\":%d,\"next_offset\":%lld", p->partition, (long long)p->next_offset);
+      if (v.known && !v.errors[i]) {
+        bool out_of_range = p->next_offset < v.earliest[i] || p->next_offset > v.latest[i];
+        kg_buf_appendf(&out, ",\"earliest\":%lld,\"latest\":%lld,", (long long)v.earliest[i], (long long)v.latest[i]);
+        if (out_of_range)
+          kg_buf_appendf(&out, "%s", "\"lag\":null,\"out_of_range\":true");
+        else
+          kg_buf_appendf(&out, "\"lag\":%lld,\"out_of_range\":false", (long long)(v.latest[i] - p->next_offset));
+      } else {
+        kg_buf_appendf(&out, "%s", ",\"earliest\":null,\"latest\":null,\"lag\":null,\"out_of_range\":null");
+      }
+      if (p->has_stats)
+        kg_buf_appendf(&out, ",\"records\":%lld,\"avg_record_millis\":%.6g,\"avg_record_size\":%.6g",
+                       (long long)p->records_pulled, p->avg_record_millis, p->avg_record_size);
+      else
+        kg_buf_appendf(&out, "%s", ",\"records\":null,\"avg_record_millis\":null,\"avg_record_size\":null");
+      kg_buf_appendf(&out, ",\"updated_ms\":%lld}", (long long)p->updated_ms);
+    }
+    kg_buf_appendf(&out, "%s", n ? "\n]}\n" : "]}\n");
+    fwrite(out.data, 1, out.len, stdout);
+    kg_buf_free(&out);
+  } else {
+    printf("Job %s, state %s: %zu partitions\n", r->job_name, path, n);
+    if (r->config && n && !v.known) printf("(the brokers' offsets are not shown: %s)\n", v.error);
+    printf("%-32s %9s %14s %14s %14s %12s %12s %12s %12s  %s\n", "TOPIC", "PARTITION", "NEXT_OFFSET", "EARLIEST",
+           "LATEST", "LAG", "RECORDS", "AVG_REC_MS", "AVG_REC_B", "UPDATED");
+    for (size_t i = 0; i < n; i++) {
+      char when[32], e[24] = "-", l[24] = "-", lag[32] = "-", rec[24] = "-", ms[24] = "-", b[24] = "-";
+      format_time(parts[i].updated_ms, when, sizeof when);
+      if (v.known && !v.errors[i]) {
+        snprintf(e, sizeof e, "%lld", (long long)v.earliest[i]);
+        snprintf(l, sizeof l, "%lld", (long long)v.latest[i]);
+        if (parts[i].next_offset < v.earliest[i] || parts[i].next_offset > v.latest[i])
+          snprintf(lag, sizeof lag, "out-of-range");
+        else
+          snprintf(lag, sizeof lag, "%lld", (long long)(v.latest[i] - parts[i].next_offset));
+      } else if (v.known) {
+        snprintf(e, sizeof e, "?");
+        snprintf(l, sizeof l, "?");
+      }
+      if (parts[i].has_stats) {
+        snprintf(rec, sizeof rec, "%lld", (long long)parts[i].records_pulled);
+        snprintf(ms, sizeof ms, "%.4f", parts[i].avg_record_millis);
+        snprintf(b, sizeof b, "%.1f", parts[i].avg_record_size);
+      }
+      printf("%-32s %9d %14lld %14s %14s %12s %12s %12s %12s  %s\n", parts[i].topic, parts[i].partition,
+             (long long)parts[i].next_offset, e, l, lag, rec, ms, b, when);
+    }
+  }
+  free(path);
+  broker_view_free(&v);
   free(topics);
   free(ids);
 }
@@ -450,28 +634,286 @@ static bool parse_partition(const char *s, char **topic, int32_t *partition) {
   return true;
 }
 
+/* A time for set-offset's @TIME: epoch milliseconds, or ISO 8601: 2026-11-30, 2026-11-30T14:05[:09[.250]], with
+ * Z or +hh:mm / -hh:mm (without a zone, local time; a space may replace the T). */
+static bool parse_time_ms(const char *s, int64_t *out) {
+  bool digits = *s != '\0';
+  for (const char *p = s; *p; p++)
+    digits = digits && *p >= '0' && *p <= '9';
+  if (digits) return kg_parse_int64(s, out) && *out >= 0;
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  int used = 0, y, mo, d;
+  if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &used) != 3 || used != 10) return false;
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  const char *p = s + used;
+  int64_t ms = 0;
+  if (*p == 'T' || *p == ' ') {
+    int h, mi, n = 0;
+    if (sscanf(p + 1, "%2d:%2d%n", &h, &mi, &n) != 2 || n != 5) return false;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    p += 1 + n;
+    if (*p == ':') {
+      int sec;
+      if (sscanf(p + 1, "%2d%n", &sec, &n) != 1 || n != 2) return false;
+      tm.tm_sec = sec;
+      p += 3;
+      if (*p == '.') {
+        int scale = 100;
+        for (p++; *p >= '0' && *p <= '9'; p++) {
+          ms += (*p - '0') * scale;
+          scale /= 10;
+        }
+      }
+    }
+  }
+  if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+      tm.tm_sec > 60)
+    return false;
+  time_t secs;
+  if (*p == '\0') {
+    tm.tm_isdst = -1;
+    secs = mktime(&tm);
+  } else if (*p == 'Z' && !p[1]) {
+    secs = timegm(&tm);
+  } else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
+    int oh, om;
+    if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2 || oh > 23 || om > 59) return false;
+    secs = timegm(&tm) - (*p == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+  } else {
+    return false;
+  }
+  if (secs == (time_t)-1) return false;
+  *out = (int64_t)secs * 1000 + ms;
+  return true;
+}
+
+/* The offset set-offset is asked for, from SPEC: N, earliest, latest, @TIME, +N or -N (from the stored offset,
+ * HAD_OLD/OLD). Checks it against the broker's range unless FORCE; *RANGE_CHECKED tells whether it was. */
+static int resolve_offset(const kg_job_ref_t *r, const char *topic, int32_t partition, const char *spec, bool had_old,
+                          int64_t old, bool force, int64_t *offset, bool *range_checked, char *err) {
+  *range_checked = false;
+  bool relative = spec[0] == '+' || spec[0] == '-';
+  bool needs_broker = !strcmp(spec, "earliest") || !strcmp(spec, "latest") || spec[0] == '@';
+  int64_t n = 0;
+  if (relative) {
+    if (!kg_parse_int64(spec + 1, &n) || n < 0)
+      return kg_fail(err, KG_EINVAL, "invalid offset '%s': expected +N or -N with a whole number N", spec);
+    if (!had_old)
+      return kg_fail(err, KG_EINVAL,
+                     "%s:%d has no stored offset in job %s, so '%s' has nothing to count from: give an absolute offset, "
+                     "earliest, latest or @TIME",
+                     topic, partition, r->job_name, spec);
+    *offset = spec[0] == '+' ? old + n : old - n;
+    if (*offset < 0)
+      return kg_fail(err, KG_EINVAL, "offset %s from the stored %lld would be %lld, below 0", spec, (long long)old, (long long)*offset);
+  } else if (!needs_broker) {
+    if (!kg_parse_int64(spec, offset) || *offset < 0)
+      return kg_fail(err, KG_EINVAL,
+                     "invalid offset '%s': expected a whole number >= 0, earliest, latest, @TIME (ISO 8601 or epoch "
+                     "ms), +N or -N",
+                     spec);
+  }
+  int64_t time_ms = 0;
+  if (spec[0] == '@' && !parse_time_ms(spec + 1, &time_ms))
+    return kg_fail(err, KG_EINVAL,
+                   "invalid time '%s': expected @ and epoch milliseconds (@1796000000000) or ISO 8601 "
+                   "(@2026-11-30T14:05:00Z, @2026-11-30T14:05+01:00, @2026-11-30)",
+                   spec);
+  if (!r->config) {
+    if (needs_broker)
+      return kg_fail(err, KG_EINVAL,
+                     "offset '%s' needs the brokers: give the job file instead of the job name %s, so that kingest "
+                     "knows them",
+                     spec, r->job_name);
+    return KG_OK; /* a job name: no brokers to check against */
+  }
+  if (force && !needs_broker) return KG_OK;
+  kg_kafka_t *kafka = NULL;
+  int64_t earliest = 0, latest = 0;
+  const char *topics[1] = {topic}, *errors[1] = {NULL};
+  int32_t ids[1] = {partition};
+  char kerr[KG_ERRLEN] = "";
+  int rc = kg_kafka_new(r->config, &kafka, kerr);
+  if (!rc) rc = kg_kafka_offsets_bulk(kafka, topics, ids, 1, &earliest, &latest, errors, kerr);
+  if (!rc && errors[0]) rc = kg_fail(kerr, KG_EKAFKA, "%s", errors[0]);
+  if (!rc && spec[0] == '@') {
+    int64_t at = -1;
+    rc = kg_kafka_offset_for_time(kafka, topic, partition, time_ms, &at, kerr);
+    if (!rc) {
+      if (at < 0) KG_INFO("No record of %s:%d is as recent as %s: taking the latest offset", topic, partition, spec + 1);
+      *offset = at < 0 ? latest : at;
+    }
+  }
+  kg_kafka_destroy(kafka);
+  if (rc)
+    return kg_fail(err, rc, "cannot check offset %s of %s:%d against the broker's range: %s%s", spec, topic,
+                   partition, kerr, needs_broker ? "" : " (--force sets it unchecked)");
+  if (!strcmp(spec, "earliest")) *offset = earliest;
+  if (!strcmp(spec, "latest")) *offset = latest;
+  *range_checked = true;
+  if (!force && (*offset < earliest || *offset > latest))
+    return kg_fail(err, KG_ERANGE,
+                   "offset %lld is outside the range of %s:%d on the broker: [%lld, %lld] (earliest, latest); "
+                   "--force sets it anyway",
+                   (long long)*offset, topic, partition, (long long)earliest, (long long)latest);
+  return KG_OK;
+}
+
+static int state_set_offset(const kg_args_t *a, const kg_job_ref_t *r, kg_state_t **state, kg_lock_t **lock,
+                            char *err) {
+  char *topic = NULL;
+  int32_t partition = 0;
+  if (!parse_partition(a->positional[1], &topic, &partition)) {
+    fprintf(stderr, "kingest: invalid partition '%s': expected TOPIC:PARTITION, e.g. events:3\n", a->positional[1]);
+    return 2;
+  }
+  /* The offset's form first: a bad one is a usage error, before anything is opened. */
+  const char *spec = a->positional[2];
+  int64_t num;
+  bool digit1 = spec[0] && spec[1] >= '0' && spec[1] <= '9';
+  bool form_ok = !strcmp(spec, "earliest") || !strcmp(spec, "latest") ||
+                 (spec[0] == '@' && parse_time_ms(spec + 1, &num)) ||
+                 ((spec[0] == '+' || spec[0] == '-') && digit1 && kg_parse_int64(spec + 1, &num) && num >= 0) ||
+                 (spec[0] >= '0' && spec[0] <= '9' && kg_parse_int64(spec, &num) && num >= 0);
+  if (!form_ok) {
+    free(topic);
+    if (spec[0] == '@')
+      fprintf(stderr,
+              "kingest: invalid time '%s': expected @ and epoch milliseconds (@1796000000000) or ISO 8601 "
+              "(@2026-11-30T14:05:00Z, @2026-11-30T14:05+01:00, @2026-11-30)\n",
+              spec);
+    else
+      fprintf(stderr,
+              "kingest: invalid offset '%s': expected a whole number >= 0, earliest, latest, @TIME (ISO 8601 or "
+              "epoch ms), +N or -N\n",
+              spec);
+    return 2;
+  }
+  bool dry = has(a, OPT_DRY_RUN);
+  int rc = dry ? kg_state_open_readonly(r->state_dir, r->job_name, state, err)
+               : kg_state_open(r->state_dir, r->job_name, true, state, err);
+  if (!rc && !dry) rc = lock_for_edit(r, *state, lock, err);
+  /* The stored offset, for +N / -N and to say what changes. */
+  bool had = false;
+  int64_t old = 0, offset = 0;
+  kg_partition_state_t *parts = NULL;
+  size_t n = 0;
+  if (!rc) rc = kg_state_partitions(*state, &parts, &n, err);
+  for (size_t i = 0; !rc && i < n; i++)
+    if (!strcmp(parts[i].topic, topic) && parts[i].partition == partition) {
+      had = true;
+      old = parts[i].next_offset;
+    }
+  kg_state_free_partitions(parts, n);
+  bool checked = false;
+  if (!rc) rc = resolve_offset(r, topic, partition, a->positional[2], had, old, has(a, OPT_FORCE), &offset, &checked, err);
+  if (!rc && !checked && !has(a, OPT_FORCE))
+    KG_WARN("Offset %lld of %s:%d is not checked against the broker's range: %s is a job name, not a job file",
+            (long long)offset, topic, partition, r->job_name);
+  if (!rc && dry) {
+    if (had)
+      printf("Would set the offset of %s:%d in job %s from %lld to %lld\n", topic, partition, r->job_name,
+             (long long)old, (long long)offset);
+    else
+      printf("Would set the offset of %s:%d in job %s to %lld (it has none)\n", topic, partition, r->job_name,
+             (long long)offset);
+  } else if (!rc) {
+    rc = kg_state_set_offset(*state, topic, partition, offset, &had, &old, err);
+    if (!rc && had)
+      KG_INFO("Set the offset of %s:%d in job %s from %lld to %lld", topic, partition, r->job_name, (long long)old,
+              (long long)offset);
+    else if (!rc)
+      KG_INFO("Set the offset of %s:%d in job %s to %lld (it had none)", topic, partition, r->job_name,
+              (long long)offset);
+  }
+  free(topic);
+  return rc ? fail(rc == KG_ELOCKED ? 3 : 1, err) : 0;
+}
+
+static int state_reset(const kg_args_t *a, const kg_job_ref_t *r, kg_state_t **state, kg_lock_t **lock, char *err) {
+  char *topic = NULL;
+  int32_t partition = -1;
+  if (a->npositional == 2 && !parse_partition(a->positional[1], &topic, &partition)) {
+    topic = kg_xstrdup(a->positional[1]);
+    partition = -1;
+  }
+  bool dry = has(a, OPT_DRY_RUN);
+  int rc = dry ? kg_state_open_readonly(r->state_dir, r->job_name, state, err)
+               : kg_state_open(r->state_dir, r->job_name, false, state, err);
+  /* What it would forget. */
+  kg_partition_state_t *parts = NULL;
+  size_t n = 0, matching = 0;
+  if (!rc) rc = kg_state_partitions(*state, &parts, &n, err);
+  for (size_t i = 0; !rc && i < n; i++) {
+    if (topic && (strcmp(parts[i].topic, topic) || (partition >= 0 && parts[i].partition != partition))) continue;
+    matching++;
+    if (dry)
+      printf("Would forget %s:%d in job %s (offset %lld)\n", parts[i].topic, parts[i].partition, r->job_name,
+             (long long)parts[i].next_offset);
+  }
+  kg_state_free_partitions(parts, n);
+  if (!rc && dry && matching == 0) printf("Nothing to reset in job %s\n", r->job_name);
+  if (!rc && !dry && !topic && matching > 0 && !has(a, OPT_YES)) {
+    fprintf(stderr,
+            "kingest: state reset without a topic forgets every stored partition of job %s (%zu): pass --yes to do "
+            "it, or --dry-run to list them\n",
+            r->job_name, matching);
+    free(topic);
+    return 2;
+  }
+  if (!rc && !dry) rc = lock_for_edit(r, *state, lock, err);
+  kg_partition_state_t *removed = NULL;
+  size_t nremoved = 0;
+  if (!rc && !dry) rc = kg_state_reset(*state, topic, partition, &removed, &nremoved, err);
+  for (size_t i = 0; !rc && i < nremoved; i++)
+    KG_INFO("Reset %s:%d in job %s: forgot offset %lld; the next run treats it as new", removed[i].topic,
+            removed[i].partition, r->job_name, (long long)removed[i].next_offset);
+  if (!rc && !dry && nremoved == 0) KG_INFO("Nothing to reset in job %s", r->job_name);
+  kg_state_free_partitions(removed, nremoved);
+  free(topic);
+  return rc ? fail(rc == KG_ELOCKED ? 3 : 1, err) : 0;
+}
+
 static int cmd_state(int argc, char **argv) {
   if (argc < 3 || is_help(argv[2])) {
     fputs(usage_state, argc < 3 ? stderr : stdout);
     return argc < 3 ? 2 : 0;
   }
   const char *sub = argv[2];
-  int nargs;
-  if (!strcmp(sub, "show") || !strcmp(sub, "history"))
-    nargs = 1;
-  else if (!strcmp(sub, "set-offset"))
-    nargs = 3;
-  else if (!strcmp(sub, "reset"))
-    nargs = -1; /* 1 or 2 */
-  else {
+  int min_args, max_args;
+  unsigned mask;
+  if (!strcmp(sub, "show")) {
+    min_args = max_args = 1;
+    mask = OPTS_STATE_SHOW;
+  } else if (!strcmp(sub, "history")) {
+    min_args = max_args = 1;
+    mask = OPTS_STATE_HISTORY;
+  } else if (!strcmp(sub, "set-offset")) {
+    min_args = max_args = 3;
+    mask = OPTS_STATE_SET_OFFSET;
+  } else if (!strcmp(sub, "reset")) {
+    min_args = 1;
+    max_args = 2;
+    mask = OPTS_STATE_RESET;
+  } else {
     fprintf(stderr, "kingest: unknown state command %s\n%s", sub, usage_state);
     return 2;
   }
+  if (!strcmp(sub, "show") || !strcmp(sub, "history")) kg_log_set_level(KG_LOG_WARN); /* the state is the output */
   kg_args_t a;
-  int prc = parse_args(argc, argv, 3, &a, usage_state);
+  int prc = parse_args(argc, argv, 3, mask, &a, usage_state);
   if (prc) return prc == 1 ? 0 : 2;
-  if ((nargs > 0 && a.npositional != nargs) || (nargs < 0 && (a.npositional < 1 || a.npositional > 2))) {
+  if (a.npositional < min_args || a.npositional > max_args) {
     fprintf(stderr, "kingest: state %s: wrong number of arguments\n%s", sub, usage_state);
+    return 2;
+  }
+  int64_t limit = 50;
+  if (value(&a, OPT_LIMIT) && (!kg_parse_int64(value(&a, OPT_LIMIT), &limit) || limit < 0 || limit > INT32_MAX)) {
+    fprintf(stderr, "kingest: invalid --limit %s: expected a whole number >= 0\n", value(&a, OPT_LIMIT));
     return 2;
   }
   char err[KG_ERRLEN] = "";
@@ -483,68 +925,28 @@ static int cmd_state(int argc, char **argv) {
   int status = 0;
   kg_state_t *state = NULL;
   kg_lock_t *lock = NULL;
+  bool json = has(&a, OPT_JSON);
   if (!strcmp(sub, "show") || !strcmp(sub, "history")) {
     int rc = kg_state_open_readonly(r.state_dir, r.job_name, &state, err);
     if (!rc && !strcmp(sub, "show")) {
       kg_partition_state_t *parts = NULL;
       size_t n = 0;
       rc = kg_state_partitions(state, &parts, &n, err);
-      if (!rc) print_partitions(&r, parts, n);
+      if (!rc) print_partitions(&r, parts, n, json);
       kg_state_free_partitions(parts, n);
+    } else if (!rc && json) {
+      kg_buf_t out = {0};
+      rc = kg_state_history_json(state, &out, (int)limit, err);
+      if (!rc) fwrite(out.data, 1, out.len, stdout);
+      kg_buf_free(&out);
     } else if (!rc) {
-      int64_t limit = 50;
-      if (a.limit && (!kg_parse_int64(a.limit, &limit) || limit < 0)) {
-        fprintf(stderr, "kingest: invalid --limit %s: expected a whole number >= 0\n", a.limit);
-        status = 2;
-      } else {
-        rc = kg_state_history(state, stdout, (int)limit, err);
-      }
+      rc = kg_state_history(state, stdout, (int)limit, err);
     }
     if (rc) status = fail(1, err);
   } else if (!strcmp(sub, "set-offset")) {
-    char *topic = NULL;
-    int32_t partition = 0;
-    int64_t offset;
-    if (!parse_partition(a.positional[1], &topic, &partition)) {
-      fprintf(stderr, "kingest: invalid partition '%s': expected TOPIC:PARTITION, e.g. events:3\n", a.positional[1]);
-      status = 2;
-    } else if (!kg_parse_int64(a.positional[2], &offset) || offset < 0) {
-      fprintf(stderr, "kingest: invalid offset '%s': expected a whole number >= 0\n", a.positional[2]);
-      status = 2;
-    } else {
-      int rc = kg_state_open(r.state_dir, r.job_name, true, &state, err);
-      if (!rc) rc = lock_for_edit(&r, state, &lock, err);
-      bool had = false;
-      int64_t old = 0;
-      if (!rc) rc = kg_state_set_offset(state, topic, partition, offset, &had, &old, err);
-      if (!rc && had)
-        KG_INFO("Set the offset of %s:%d in job %s from %lld to %lld", topic, partition, r.job_name, (long long)old,
-                (long long)offset);
-      else if (!rc)
-        KG_INFO("Set the offset of %s:%d in job %s to %lld (it had none)", topic, partition, r.job_name,
-                (long long)offset);
-      if (rc) status = fail(rc == KG_ELOCKED ? 3 : 1, err);
-    }
-    free(topic);
-  } else { /* reset */
-    char *topic = NULL;
-    int32_t partition = -1;
-    if (a.npositional == 2 && !parse_partition(a.positional[1], &topic, &partition)) {
-      topic = kg_xstrdup(a.positional[1]);
-      partition = -1;
-    }
-    int rc = kg_state_open(r.state_dir, r.job_name, false, &state, err);
-    if (!rc) rc = lock_for_edit(&r, state, &lock, err);
-    kg_partition_state_t *removed = NULL;
-    size_t n = 0;
-    if (!rc) rc = kg_state_reset(state, topic, partition, &removed, &n, err);
-    for (size_t i = 0; !rc && i < n; i++)
-      KG_INFO("Reset %s:%d in job %s: forgot offset %lld; the next run treats it as new", removed[i].topic,
-              removed[i].partition, r.job_name, (long long)removed[i].next_offset);
-    if (!rc && n == 0) KG_INFO("Nothing to reset in job %s", r.job_name);
-    kg_state_free_partitions(removed, n);
-    if (rc) status = fail(rc == KG_ELOCKED ? 3 : 1, err);
-    free(topic);
+    status = state_set_offset(&a, &r, &state, &lock, err);
+  } else {
+    status = state_reset(&a, &r, &state, &lock, err);
   }
   kg_lock_release(lock);
   kg_state_close(state);
@@ -553,13 +955,14 @@ static int cmd_state(int argc, char **argv) {
 }
 
 static int cmd_properties(int argc, char **argv) {
-  bool markdown = argc == 3 && !strcmp(argv[2], "--markdown");
-  if (argc > 2 && !markdown) {
-    bool help = is_help(argv[2]);
-    fputs(usage_properties, help ? stdout : stderr);
-    return help ? 0 : 2;
+  kg_args_t a;
+  int prc = parse_args(argc, argv, 2, OPTS_PROPERTIES, &a, usage_properties);
+  if (prc) return prc == 1 ? 0 : 2;
+  if (a.npositional) {
+    fprintf(stderr, "kingest: properties takes no arguments\n%s", usage_properties);
+    return 2;
   }
-  kg_config_print_properties(stdout, markdown);
+  kg_config_print_properties(stdout, has(&a, OPT_MARKDOWN));
   return 0;
 }
 

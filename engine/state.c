@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "metrics.h"
 
 struct kg_state {
   sqlite3 *db;
@@ -598,6 +599,61 @@ int kg_state_history(kg_state_t *s, FILE *out, int limit, char *errbuf) {
             (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2), n[0], n[1], n[2], n[3],
             n[4], n[5], result ? result : "", first);
   }
+  sqlite3_finalize(st);
+  return KG_OK;
+}
+
+/* Appends column I of ST to OUT as a JSON number, string or null. */
+static void json_column(kg_buf_t *out, sqlite3_stmt *st, int i) {
+  switch (sqlite3_column_type(st, i)) {
+  case SQLITE_NULL: kg_buf_append(out, "null", 4); break;
+  case SQLITE_INTEGER: kg_buf_appendf(out, "%lld", (long long)sqlite3_column_int64(st, i)); break;
+  case SQLITE_FLOAT: kg_buf_appendf(out, "%.17g", sqlite3_column_double(st, i)); break;
+  default: kg_json_string(out, (const char *)sqlite3_column_text(st, i));
+  }
+}
+
+int kg_state_history_json(kg_state_t *s, kg_buf_t *out, int limit, char *errbuf) {
+  sqlite3_stmt *st;
+  /* Runs and operator changes, newest first, each with its own columns (NULL where the other kind has one). */
+  const char *sql =
+      "SELECT * FROM ("
+      " SELECT 'run' AS kind, started_ms AS time_ms, job_id, ended_ms, result, records_read, records, bytes, skipped,"
+      "  quarantined, deleted, message, NULL AS command, NULL AS topic, NULL AS partition, NULL AS old_offset,"
+      "  NULL AS new_offset FROM runs"
+      " UNION ALL SELECT 'change', time_ms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, command, topic,"
+      "  partition, old_offset, new_offset FROM state_changes)"
+      " ORDER BY time_ms DESC LIMIT ?";
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(s, errbuf, "cannot read the history");
+  sqlite3_bind_int(st, 1, limit > 0 ? limit : -1);
+  static const char *const run_fields[] = {"kind",    "time_ms", "job_id",  "ended_ms",    "result",  "records_read",
+                                           "records_written", "bytes_written", "skipped", "quarantined", "deleted",
+                                           "message"};
+  static const char *const change_fields[] = {"command", "topic", "partition", "old_offset", "new_offset"};
+  kg_buf_append(out, "[", 1);
+  bool first = true;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    bool run = !strcmp((const char *)sqlite3_column_text(st, 0), "run");
+    kg_buf_append(out, first ? "\n  {" : ",\n  {", first ? 4 : 5);
+    first = false;
+    kg_buf_append(out, "\"kind\":", 7);
+    json_column(out, st, 0);
+    kg_buf_append(out, ",\"time_ms\":", 11);
+    json_column(out, st, 1);
+    if (run) {
+      for (int i = 2; i < 12; i++) {
+        kg_buf_appendf(out, ",\"%s\":", run_fields[i]);
+        json_column(out, st, i);
+      }
+    } else {
+      for (int i = 0; i < 5; i++) {
+        kg_buf_appendf(out, ",\"%s\":", change_fields[i]);
+        json_column(out, st, 12 + i);
+      }
+    }
+    kg_buf_append(out, "}", 1);
+  }
+  kg_buf_append(out, first ? "]\n" : "\n]\n", first ? 2 : 3);
   sqlite3_finalize(st);
   return KG_OK;
 }

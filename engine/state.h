@@ -71,6 +71,10 @@ int kg_state_reset(kg_state_t *state, const char *topic, int32_t partition, kg_p
                    size_t *count, char *errbuf);
 /* Writes the runs and the operator changes, newest first, as a table (at most LIMIT rows, 0 for all). */
 int kg_state_history(kg_state_t *state, FILE *out, int limit, char *errbuf);
+/* The same rows as a JSON array, newest first: runs as {"kind":"run","time_ms","job_id","ended_ms","result",
+ * "records_read","records_written","bytes_written","skipped","quarantined","deleted","message"}, operator changes as
+ * {"kind":"change","time_ms","command","topic","partition","old_offset","new_offset"} (null where not known). */
+int kg_state_history_json(kg_state_t *state, kg_buf_t *out, int limit, char *errbuf);
 
 /* Run history. */
 int kg_state_run_begin(kg_state_t *state, const char *job_id, int64_t started_ms, char *errbuf);

@@ -281,6 +281,7 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
   int64_t start = kg_mono_ms();
   int64_t next = wu->low;
   res->actual_high = wu->low;
+  kg_log_set_partition(wu->topic, wu->partition);
   KG_INFO("Pulling partition %s:%d from offset %lld to %lld, range=%lld", wu->topic, wu->partition, (long long)wu->low,
           (long long)wu->high, (long long)(wu->high - wu->low));
   if (wu->high <= wu->low) goto finished;
@@ -376,6 +377,7 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
 finished:
   res->elapsed_ms = kg_mono_ms() - start;
   KG_INFO("Finished pulling partition %s:%d", wu->topic, wu->partition);
+  kg_log_set_partition(wu->topic, -1);
   return KG_OK;
 }
 
@@ -383,6 +385,7 @@ void kg_task_run(kg_task_t *t) {
   int64_t start = kg_mono_ms();
   const kg_config_t *c = t->spec.config;
   kg_task_run_t run = {.task = t};
+  kg_log_set_task(t->spec.task_id);
   t->result.units = kg_xcalloc(t->spec.nunits ? t->spec.nunits : 1, sizeof(kg_unit_result_t));
   t->result.succeeded = false;
   run.outputs = kg_outputs_new(&t->spec);
@@ -410,6 +413,7 @@ void kg_task_run(kg_task_t *t) {
     if (!topic || strcmp(topic, wu->topic)) {
       if (topic) KG_INFO("Finished pulling topic %s", topic);
       topic = wu->topic;
+      kg_log_set_partition(topic, -1);
       KG_INFO("Pulling topic %s", topic);
     }
     atomic_store(&t->live.current_unit, (int)i);
@@ -424,6 +428,7 @@ void kg_task_run(kg_task_t *t) {
    * the task early. */
   if (!rc) rc = check_budget(&run, extracted, "the end of the task", err);
   if (!rc && topic) KG_INFO("Finished pulling topic %s", topic);
+  kg_log_set_partition(NULL, -1);
   kg_metrics_add(&t->result.metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
   /* Counted per batch, so a task that read nothing would lack the counter: report it as 0 like the others. */
   kg_metrics_add(&t->result.metrics, KG_M_RECORDS_READ, 0);
@@ -464,6 +469,7 @@ void kg_task_run(kg_task_t *t) {
     KG_ERROR("Task %s failed: %s", t->spec.task_id, t->result.error);
     KG_INFO("Task %s completed in %lldms with state FAILED", t->spec.task_id, (long long)t->result.elapsed_ms);
   }
+  kg_log_set_task(NULL);
 }
 
 void kg_task_clear(kg_task_t *t) {

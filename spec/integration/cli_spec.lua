@@ -35,7 +35,8 @@ describe("the kingest command line", function()
     it("for kingest --help, -h and help", function()
       for _, arg in ipairs({ "--help", "-h", "help" }) do
         local out = prints_usage("Usage: kingest <command> [options]", arg)
-        for _, cmd in ipairs({ "run JOB", "state show JOB", "properties", "help" }) do
+        for _, cmd in ipairs({ "run JOB", "plan JOB", "state show JOB", "state history JOB", "state set-offset JOB",
+                               "state reset JOB", "properties", "run-task JOB", "version", "help" }) do
           assert.truthy(out:find("\n  " .. cmd, 1, true), arg .. " should list " .. cmd .. ":\n" .. out)
         end
         -- The table of exit statuses, one line each.
@@ -96,11 +97,68 @@ describe("the kingest command line", function()
       is_a_usage_error("kingest: unknown option --strict", "state", "show", "--strict", "job.pull")
     end)
 
+    it("for an option the command does not take, on every command", function()
+      local commands = {
+        { "run", "job.pull" }, { "plan", "job.pull" }, { "run-task", "job.pull" }, { "state", "show", "job.pull" },
+        { "state", "history", "job.pull" }, { "state", "set-offset", "job.pull", "t:0", "1" },
+        { "state", "reset", "job.pull" }, { "properties" },
+      }
+      for _, cmd in ipairs(commands) do
+        for _, opt in ipairs({ "--frobnicate", "-Z", "--yes", "--markdown", "--limit=3", "--json", "--dry-run" }) do
+          local args = { unpack(cmd) }
+          args[#args + 1] = opt
+          local takes = (opt == "--yes" and cmd[2] == "reset") or (opt == "--markdown" and cmd[1] == "properties") or
+            (opt == "--limit=3" and cmd[2] == "history") or
+            (opt == "--json" and (cmd[1] == "plan" or cmd[2] == "show" or cmd[2] == "history")) or
+            (opt == "--dry-run" and (cmd[2] == "set-offset" or cmd[2] == "reset"))
+          if not takes then
+            is_a_usage_error("kingest: unknown option " .. opt:match("^[^=]*"), unpack(args))
+          end
+        end
+      end
+    end)
+
+    it("for a misspelled option, with the one meant", function()
+      is_a_usage_error("kingest: unknown option --work-dri; did you mean --work-dir?", "run", "job.pull", "--work-dri=x")
+      is_a_usage_error("kingest: unknown option --dryrun; did you mean --dry-run?", "state", "reset", "j", "--dryrun")
+      is_a_usage_error("kingest: unknown option --jsn; did you mean --json?", "state", "history", "j", "--jsn")
+    end)
+
+    it("for a flag given a value, an empty value, or a bad log level or format", function()
+      is_a_usage_error("kingest: option --json takes no value", "plan", "job.pull", "--json=yes")
+      is_a_usage_error("kingest: option --work-dir needs a value", "run", "job.pull", "--work-dir=")
+      is_a_usage_error("kingest: invalid --log-level loud: allowed values are debug, info, warn, error", "run",
+        "job.pull", "--log-level=loud")
+      is_a_usage_error("kingest: invalid --log-format xml: allowed values are text, json", "run", "job.pull",
+        "--log-format", "xml")
+    end)
+
     it("for run without a job", function()
       local err = is_a_usage_error("kingest: run needs one job file", "run")
       assert.truthy(err:find("Usage: kingest run JOB", 1, true), err)
       is_a_usage_error("kingest: option --work-dir needs a value", "run", "job.pull", "--work-dir")
     end)
+  end)
+
+  it("takes --opt=value and --opt value alike, and -- ends the options", function()
+    local work = H.workdir("cli_optforms")
+    local job = H.job_pull(work, "job.name=OptForms\nkafka.brokers=127.0.0.1:1\n")
+    for _, args in ipairs({ { "--work-dir", work }, { "--work-dir=" .. work }, { "-w", work } }) do
+      local code, out, err = kingest("state", "show", "OptForms", unpack(args))
+      assert.are.equal(1, code)
+      assert.are.equal("", out)
+      assert.matches("^kingest: no state for job OptForms: " .. work:gsub("%p", "%%%0") .. "/state%-store/OptForms%.db does not exist$",
+        H.last_line(err))
+    end
+    -- After --, an argument that looks like an option is the job file.
+    local code, _, err = kingest("plan", "--", "--json")
+    assert.are.equal(1, code)
+    assert.truthy(H.last_line(err):find("--json", 1, true), err)
+    local out
+    code, out, err = kingest("properties", "--markdown")
+    assert.are.equal(0, code, err)
+    assert.are.equal("| Property | Default | Meaning |", H.lines(out)[1])
+    assert.truthy(job)
   end)
 
   it("lists the job properties with their defaults", function()
@@ -165,6 +223,48 @@ describe("the kingest command line", function()
         "bootstrap.with.offset=earliest",
       }, "\n") .. "\n" .. extra)
     end
+
+    it("logs one JSON object per line with --log-format json or log.format=json, --log-format winning", function()
+      local cjson = require("cjson")
+      for _, how in ipairs({ "option", "property", "both" }) do
+        local work = H.workdir("cli_jsonlog")
+        local job = pull(work, how == "option" and "" or ("log.format=" .. (how == "both" and "text" or "json") .. "\n"))
+        local args = { "run", job }
+        if how ~= "property" then args[#args + 1] = "--log-format=json" end
+        local code, _, err = H.kingest(args, { GOBBLIN_WORK_DIR = work })
+        assert.are.equal(0, code, err)
+        assert.same({ "one", "two" }, H.output_lines(work .. "/job-output/" .. topic))
+        local seen = {}
+        for _, line in ipairs(H.lines(err)) do
+          local ok, o = pcall(cjson.decode, line)
+          assert.is_true(ok, how .. ": not JSON: " .. line)
+          assert.matches("^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d%.%d%d%dZ$", o.time)
+          assert.is_string(o.message)
+          assert.are.equal("CliJob", o.job, line)
+          assert.matches("^job_CliJob_%d+$", o.job_id)
+          seen[o.message] = o
+        end
+        local pulling = seen["Pulling partition " .. topic .. ":0 from offset 0 to 2, range=2"]
+        assert.is_table(pulling, err)
+        assert.same({ "INFO", topic, 0 }, { pulling.level, pulling.topic, pulling.partition })
+        assert.matches("^task_CliJob_%d+_0$", pulling.task)
+        local topic_line = seen["Pulling topic " .. topic]
+        assert.same({ topic, nil }, { topic_line.topic, topic_line.partition })
+        -- A job-level line has no task, topic or partition.
+        local extracted = seen["Extracted 2 data records"]
+        assert.is_table(extracted, err)
+        assert.is_nil(extracted.topic)
+      end
+    end)
+
+    it("refuses a log.format it does not know, naming the property", function()
+      local work = H.workdir("cli_badlog")
+      local job = pull(work, "log.format=xml\n")
+      local code, _, err = H.kingest({ "run", job }, { GOBBLIN_WORK_DIR = work })
+      assert.are.equal(1, code, err)
+      assert.truthy(H.last_line(err):find("log.format", 1, true), err)
+      assert.truthy(H.last_line(err):find("xml", 1, true), err)
+    end)
 
     it("with MapReduce-only properties logs one INFO line naming those it ignores", function()
       local work = H.workdir("cli_mr")

@@ -160,6 +160,16 @@ describe("kingest state show", function()
   end)
 end)
 
+local function BAD_OFFSET(o)
+  return "kingest: invalid offset '" .. o .. "': expected a whole number >= 0, earliest, latest, @TIME (ISO 8601 or " ..
+    "epoch ms), +N or -N"
+end
+
+local function BAD_TIME(o)
+  return "kingest: invalid time '" .. o .. "': expected @ and epoch milliseconds (@1796000000000) or ISO 8601 " ..
+    "(@2026-11-30T14:05:00Z, @2026-11-30T14:05+01:00, @2026-11-30)"
+end
+
 describe("kingest state set-offset", function()
   it("makes the next run start the partition at the offset, logs the change and keeps it in the history", function()
     local topic = topic_with("set", { 10, 4 })
@@ -209,9 +219,15 @@ describe("kingest state set-offset", function()
       { { "nocolon", "5" }, "kingest: invalid partition 'nocolon': expected TOPIC:PARTITION, e.g. events:3" },
       { { topic .. ":x", "5" }, "kingest: invalid partition '" .. topic .. ":x': expected TOPIC:PARTITION, e.g. events:3" },
       { { ":0", "5" }, "kingest: invalid partition ':0': expected TOPIC:PARTITION, e.g. events:3" },
-      { { topic .. ":0", "abc" }, "kingest: invalid offset 'abc': expected a whole number >= 0" },
-      { { topic .. ":0", "1.5" }, "kingest: invalid offset '1.5': expected a whole number >= 0" },
-      { { topic .. ":0", "-3" }, "kingest: unknown option -3" },
+      { { topic .. ":0", "abc" }, BAD_OFFSET("abc") },
+      { { topic .. ":0", "1.5" }, BAD_OFFSET("1.5") },
+      { { topic .. ":0", "+-3" }, BAD_OFFSET("+-3") },
+      { { topic .. ":0", " 5" }, BAD_OFFSET(" 5") },
+      { { topic .. ":0", "@yesterday" }, BAD_TIME("@yesterday") },
+      { { topic .. ":0", "@2026-13-01" }, BAD_TIME("@2026-13-01") },
+      { { topic .. ":0", "@2026-11-30T25:00Z" }, BAD_TIME("@2026-11-30T25:00Z") },
+      { { topic .. ":0", "5", "--yes" }, "kingest: unknown option --yes" },
+      { { topic .. ":0", "5", "--dry-run=1" }, "kingest: option --dry-run takes no value" },
       { { topic .. ":0" }, "kingest: state set-offset: wrong number of arguments" },
     }
     for _, case in ipairs(cases) do
@@ -221,6 +237,135 @@ describe("kingest state set-offset", function()
     end
     assert.same({ [topic .. ":0"] = 3 }, H.stored_offsets(c.work, c.name))
     assert.same({ { "0" } }, H.sqlite(c.db, "SELECT count(*) FROM state_changes"))
+  end)
+end)
+
+describe("kingest state set-offset's forms", function()
+  -- Partition 0 holds records 0..9, produced before T_MID, and 10..19, produced after it; a run stored 20.
+  local topic, c, t_mid
+
+  setup(function()
+    topic = topic_with("forms", { 10 })
+    H.sleep(1.2)
+    t_mid = H.now_ms()
+    H.sleep(1.2)
+    H.produce(topic, records(topic, 0, 10, 19), 0)
+    c = job("forms", topic)
+    run_ok(c)
+  end)
+
+  -- Sets the offset with ARGS..., checks the status and the stored offset afterwards (EXPECT), and returns stderr.
+  local function set(expect_code, expect, ...)
+    local code, out, err = state(c, "set-offset", c.file, topic .. ":0", ...)
+    assert.are.equal(expect_code, code, table.concat({ ... }, " ") .. ": " .. err)
+    assert.same({ [topic .. ":0"] = expect }, H.stored_offsets(c.work, c.name))
+    return err, out
+  end
+
+  it("takes earliest, latest, +N and -N", function()
+    set(0, 0, "earliest")
+    set(0, 20, "latest")
+    set(0, 15, "-5")
+    set(0, 18, "+3")
+    local err = set(1, 18, "+3") -- 21 is past the end
+    assert.are.equal("kingest: offset 21 is outside the range of " .. topic .. ":0 on the broker: [0, 20] (earliest, " ..
+      "latest); --force sets it anyway", H.last_line(err))
+    err = set(1, 18, "-19")
+    assert.are.equal("kingest: offset -19 from the stored 18 would be -1, below 0", H.last_line(err))
+    set(0, 20, "latest")
+  end)
+
+  it("takes @TIME as Kafka's offsets-for-times, in epoch milliseconds or ISO 8601", function()
+    set(0, 10, "@" .. t_mid)
+    set(0, 20, "latest")
+    local secs = math.floor(t_mid / 1000)
+    local iso = os.date("!%Y-%m-%dT%H:%M:%S", secs) .. string.format(".%03dZ", t_mid % 1000)
+    set(0, 10, "@" .. iso)
+    set(0, 0, "@2000-01-01")
+    -- No record is that recent: the latest offset, and it says so.
+    local err = set(0, 20, "@2099-01-01T00:00+02:00")
+    assert.truthy(err:find("INFO No record of " .. topic .. ":0 is as recent as 2099-01-01T00:00+02:00: taking the " ..
+      "latest offset", 1, true), err)
+  end)
+
+  it("refuses an offset outside the broker's range, naming the range, unless --force", function()
+    H.delete_records(topic, 0, 5)
+    local err = set(1, 20, "3")
+    assert.are.equal("kingest: offset 3 is outside the range of " .. topic .. ":0 on the broker: [5, 20] (earliest, " ..
+      "latest); --force sets it anyway", H.last_line(err))
+    set(1, 20, "21")
+    set(0, 5, "earliest")
+    set(0, 3, "3", "--force")
+    set(0, 20, "latest")
+  end)
+
+  it("prints what --dry-run would change and changes nothing", function()
+    local changes = H.sqlite(c.db, "SELECT count(*) FROM state_changes")[1][1]
+    local _, out = set(0, 20, "-4", "--dry-run")
+    assert.are.equal("Would set the offset of " .. topic .. ":0 in job " .. c.name .. " from 20 to 16\n", out)
+    _, out = set(0, 20, "--dry-run", "earliest")
+    assert.are.equal("Would set the offset of " .. topic .. ":0 in job " .. c.name .. " from 20 to 5\n", out)
+    assert.are.equal(changes, H.sqlite(c.db, "SELECT count(*) FROM state_changes")[1][1])
+  end)
+
+  it("given the job's name, needs the file for the broker's offsets and warns that a number is not checked", function()
+    local code, _, err = H.kingest({ "state", "set-offset", c.name, topic .. ":0", "latest", "--work-dir=" .. c.work }, {})
+    assert.are.equal(1, code, err)
+    assert.are.equal("kingest: offset 'latest' needs the brokers: give the job file instead of the job name " ..
+      c.name .. ", so that kingest knows them", H.last_line(err))
+    code, _, err = H.kingest({ "state", "set-offset", c.name, topic .. ":0", "12", "--work-dir", c.work }, {})
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("WARN Offset 12 of " .. topic .. ":0 is not checked against the broker's range: " .. c.name ..
+      " is a job name, not a job file", 1, true), err)
+    assert.same({ [topic .. ":0"] = 12 }, H.stored_offsets(c.work, c.name))
+    set(0, 20, "latest")
+  end)
+end)
+
+describe("kingest state show --json and history --json", function()
+  it("print what the tables print, as JSON that sqlite3 and the broker agree with", function()
+    local cjson = require("cjson")
+    local topic = topic_with("json", { 6, 3 })
+    local c = job("json", topic)
+    run_ok(c)
+    H.produce(topic, records(topic, 0, 6, 9), 0)
+    assert.are.equal(0, (state(c, "set-offset", c.file, topic .. ":1", "1")))
+    local code, out, err = state(c, "show", c.file, "--json")
+    assert.are.equal(0, code, err)
+    local show = cjson.decode(out)
+    assert.are.equal(c.name, show.job)
+    assert.are.equal(c.db, show.state)
+    assert.are.equal(cjson.null, show.brokers_error)
+    assert.are.equal(2, #show.partitions)
+    local stored, broker = H.stored_offsets(c.work, c.name), H.offsets(topic)
+    for _, p in ipairs(show.partitions) do
+      local tp = p.topic .. ":" .. p.partition
+      assert.are.equal(stored[tp], p.next_offset)
+      assert.are.equal(broker[tp].earliest, p.earliest)
+      assert.are.equal(broker[tp].latest, p.latest)
+      assert.are.equal(broker[tp].latest - stored[tp], p.lag)
+      assert.is_false(p.out_of_range)
+      assert.is_number(p.updated_ms)
+    end
+    assert.same({ 4, 2 }, { show.partitions[1].lag, show.partitions[2].lag })
+    assert.are.equal(6, show.partitions[1].records)
+
+    code, out, err = state(c, "history", c.file, "-j", "--limit=5")
+    assert.are.equal(0, code, err)
+    local history = cjson.decode(out)
+    assert.are.equal(2, #history)
+    local change, run = history[1], history[2]
+    assert.same({ "change", "set-offset", topic, 1, 3, 1 },
+      { change.kind, change.command, change.topic, change.partition, change.old_offset, change.new_offset })
+    local row = H.sqlite(c.db, "SELECT job_id, started_ms, ended_ms, records_read, records, bytes, result FROM runs")[1]
+    assert.same({ "run", row[1], tonumber(row[2]), tonumber(row[3]), 9, 9, tonumber(row[6]), "SUCCESSFUL", 0, 0, 0 },
+      { run.kind, run.job_id, run.time_ms, run.ended_ms, run.records_read, run.records_written, run.bytes_written,
+        run.result, run.skipped, run.quarantined, run.deleted })
+    -- A job that never ran: the same error as the table's, nothing on stdout.
+    local d = job("json_never", topic)
+    code, out, err = state(d, "history", d.file, "--json")
+    assert.are.equal(1, code) -- no state store yet: the same error as the table
+    assert.are.equal("", out)
   end)
 end)
 
@@ -258,8 +403,20 @@ describe("kingest state reset", function()
     assert.truthy(log:find("Created workunit for partition " .. a .. ":0: lowWatermark=0, highWatermark=3", 1, true), log)
     assert.truthy(log:find("Created workunit for partition " .. b .. ":0: lowWatermark=4, highWatermark=4", 1, true), log)
 
-    -- Everything.
-    code, _, err = state(c, "reset", c.file)
+    -- Everything: only with --yes; --dry-run lists what it would forget and changes nothing.
+    local out
+    code, out, err = state(c, "reset", c.file)
+    assert.are.equal(2, code, err)
+    assert.are.equal("", out)
+    assert.are.equal("kingest: state reset without a topic forgets every stored partition of job " .. c.name ..
+      " (3): pass --yes to do it, or --dry-run to list them", H.lines(err)[1])
+    code, out, err = state(c, "reset", c.file, "--dry-run")
+    assert.are.equal(0, code, err)
+    assert.same({ "Would forget " .. a .. ":0 in job " .. c.name .. " (offset 3)",
+                  "Would forget " .. a .. ":1 in job " .. c.name .. " (offset 2)",
+                  "Would forget " .. b .. ":0 in job " .. c.name .. " (offset 4)" }, H.lines(out))
+    assert.same(all, H.stored_offsets(c.work, c.name))
+    code, _, err = state(c, "reset", c.file, "--yes")
     assert.are.equal(0, code, err)
     assert.are.equal(3, #info(err, "Reset "))
     assert.same({}, H.stored_offsets(c.work, c.name))
@@ -274,7 +431,6 @@ describe("kingest state reset", function()
     assert.same(all, H.stored_offsets(c.work, c.name))
 
     -- Every reset is in the history: 1 + 2 + 3 partitions forgotten.
-    local out
     code, out, err = state(c, "history", c.file, "--limit", "0")
     assert.are.equal(0, code, err)
     local resets = 0
@@ -375,7 +531,7 @@ describe("editing the state of a job", function()
     for _, args in ipairs({
       { "set-offset", c.file, topic .. ":0", "1" },
       { "reset", c.file, topic .. ":0" },
-      { "reset", c.file },
+      { "reset", c.file, "--yes" },
       { "set-offset", c.name, topic .. ":0", "1", "--work-dir", c.work }, -- by name: the lock of the work dir
     }) do
       local code, _, err = state(c, unpack(args))
