@@ -11,10 +11,13 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct kg_lua {
   lua_State *L;
@@ -23,9 +26,49 @@ struct kg_lua {
   int collect_ref;
 };
 
+/* Where lua/gobblin is, found once per process: $KINGEST_LUA_PATH when set; else KINGEST_LUA_RELDIR taken from
+ * the folder of the running executable (<prefix>/bin/kingest finds <prefix>/share/kingest/lua, wherever the
+ * prefix was installed or unpacked) when it holds gobblin/init.lua; else the source tree's lua/ (a binary
+ * run from its build folder). Logged at DEBUG with where it came from. */
+static char lua_dir_found[PATH_MAX];
+static const char *lua_dir_value;
+static pthread_once_t lua_dir_once = PTHREAD_ONCE_INIT;
+
+/* The library folder next to the running executable, into lua_dir_found; false when there is none. */
+static bool lua_dir_beside_exe(void) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return false;
+  exe[n] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (!slash) return false;
+  *slash = '\0';
+  char candidate[PATH_MAX * 2], init[PATH_MAX + 32];
+  snprintf(candidate, sizeof candidate, "%s/%s", exe, KINGEST_LUA_RELDIR);
+  if (!realpath(candidate, lua_dir_found)) return false;
+  snprintf(init, sizeof init, "%s/gobblin/init.lua", lua_dir_found);
+  return access(init, R_OK) == 0;
+}
+
+static void lua_dir_resolve(void) {
+  const char *env = getenv("KINGEST_LUA_PATH");
+  const char *origin;
+  if (env && *env) {
+    lua_dir_value = env;
+    origin = "KINGEST_LUA_PATH";
+  } else if (lua_dir_beside_exe()) {
+    lua_dir_value = lua_dir_found;
+    origin = "beside the executable";
+  } else {
+    lua_dir_value = KINGEST_LUA_DIR;
+    origin = "the source tree";
+  }
+  KG_DEBUG("Lua library: %s (%s)", lua_dir_value, origin);
+}
+
 static const char *lua_dir(void) {
-  const char *dir = getenv("KINGEST_LUA_PATH");
-  return dir && *dir ? dir : KINGEST_LUA_DIR;
+  pthread_once(&lua_dir_once, lua_dir_resolve);
+  return lua_dir_value;
 }
 
 /* os.exit in a job script: the engine decides how a run ends (a script that ended the process would leave the
@@ -35,8 +78,8 @@ static int no_exit(lua_State *L) {
                        "decode.error.policy handles");
 }
 
-/* A new state with the standard libraries and package.path set to lua/gobblin (KINGEST_LUA_PATH, or the
- * source tree's lua/) and the folder of JOB_FILE (may be NULL); NULL when out of memory. */
+/* A new state with the standard libraries and package.path set to lua/gobblin (lua_dir) and the folder of
+ * JOB_FILE (may be NULL); NULL when out of memory. */
 static lua_State *state_new(const char *job_file) {
   lua_State *L = luaL_newstate();
   if (!L) return NULL;

@@ -49,10 +49,11 @@ int kg_lua_job_estimate(const char *job_file, const kg_workunit_t *units, size_t
 /* A task's state. */
 typedef struct kg_lua kg_lua_t;
 
-/* A new task state: the standard libraries, package.path set to lua/gobblin (KINGEST_LUA_PATH, or the source
- * tree's lua/) and the folder of JOB_FILE, and gobblin.runtime's processor of JOB_FILE (a job.lua, run here;
- * NULL for a properties job). *OUT is the caller's, freed with kg_lua_destroy. Returns KG_OK, KG_ELUA with
- * the script's error and traceback, or KG_ENOMEM. */
+/* A new task state: the standard libraries, package.path set to lua/gobblin (KINGEST_LUA_PATH, else the
+ * installed library beside the executable, else the source tree's lua/) and the folder of JOB_FILE, and
+ * gobblin.runtime's processor of JOB_FILE (a job.lua, run here; NULL for a properties job). *OUT is the
+ * caller's, freed with kg_lua_destroy. Returns KG_OK, KG_ELUA with the script's error and traceback, or
+ * KG_ENOMEM. */
 int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf);
 void kg_lua_destroy(kg_lua_t *lua); /* NULL is a no-op */
 
