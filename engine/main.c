@@ -175,6 +175,12 @@ static const char *usage_properties =
     "      --markdown  Print them as the Markdown table of README.md's \"Job properties\"\n"
     "  -h, --help      Show this help\n";
 
+static const char *usage_version =
+    "Usage: kingest version\n"
+    "       kingest -V | --version\n"
+    "\n"
+    "Prints the version: kingest <version>.\n";
+
 /* Prints the error as one line on stderr; a multi-line message (a traceback) goes to the log first. */
 static int fail(int status, const char *msg) {
   const char *nl = strchr(msg, '\n');
@@ -978,6 +984,12 @@ int main(int argc, char **argv) {
     fputs(usage_main, stdout);
     return 0;
   }
+  if (!strcmp(cmd, "version") && argc > 2) {
+    bool help = argc == 3 && is_help(argv[2]);
+    if (!help) fprintf(stderr, "kingest: version takes no arguments\n");
+    fputs(usage_version, help ? stdout : stderr);
+    return help ? 0 : 2;
+  }
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     printf("kingest %s\n", KINGEST_VERSION);
     return 0;
@@ -989,7 +1001,8 @@ int main(int argc, char **argv) {
                         : !strcmp(topic, "state")                             ? usage_state
                         : !strcmp(topic, "properties")                        ? usage_properties
                         : !strcmp(topic, "run-task")                          ? usage_run_task
-                        : !strcmp(topic, "help") || !strcmp(topic, "version") ? usage_main
+                        : !strcmp(topic, "version")                           ? usage_version
+                        : !strcmp(topic, "help")                              ? usage_main
                                                                               : NULL;
     if (!usage) { /* help for a command that does not exist is a usage error, as the command itself is */
       fprintf(stderr, "kingest: unknown command %s\n%s", topic, usage_main);

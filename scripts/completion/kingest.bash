@@ -4,18 +4,19 @@
 
 # Options of each command (a state command is "state-<name>"), and the options that take a value.
 _kingest_options() {
+    local log="-l --log-level --log-file --log-format"
     case $1 in
     run) echo "-w --work-dir -l --log-level --log-file --log-format --strict -h --help" ;;
-    plan) echo "-j --json -w --work-dir -l --log-level --log-format --strict -h --help" ;;
+    plan) echo "-j --json -w --work-dir -l --log-level --log-file --log-format --strict -h --help" ;;
     validate) echo "-w --work-dir --strict -h --help" ;;
     test) echo "--topic --format -w --work-dir -h --help" ;;
-    run-task) echo "-w --work-dir -l --log-level -h --help" ;;
+    run-task) echo "-w --work-dir -l --log-level --log-file --log-format -h --help" ;;
     properties) echo "--markdown -h --help" ;;
     state) echo "-h --help" ;;
-    state-show) echo "-j --json -w --work-dir -s --state-store-dir -h --help" ;;
-    state-history) echo "-j --json -n --limit -w --work-dir -s --state-store-dir -h --help" ;;
-    state-set-offset) echo "--dry-run -w --work-dir -s --state-store-dir -h --help" ;;
-    state-reset) echo "--yes --dry-run -w --work-dir -s --state-store-dir -h --help" ;;
+    state-show) echo "-j --json -w --work-dir -s --state-store-dir $log -h --help" ;;
+    state-history) echo "-j --json -n --limit -w --work-dir -s --state-store-dir $log -h --help" ;;
+    state-set-offset) echo "--dry-run --force -w --work-dir -s --state-store-dir $log -h --help" ;;
+    state-reset) echo "-y --yes --dry-run -w --work-dir -s --state-store-dir $log -h --help" ;;
     esac
 }
 

@@ -351,8 +351,8 @@ describe("installing kingest", function()
     assert.same({ "earliest", "latest" }, offers("kingest state set-offset a.lua t:0 "))
     assert.same({ "--help", "--log-file", "--log-format", "--log-level", "--strict", "--work-dir" },
       offers("kingest run --"))
-    assert.same({ "--dry-run", "--help", "--state-store-dir", "--work-dir", "--yes" },
-      offers("kingest state reset --"))
+    assert.same({ "--dry-run", "--help", "--log-file", "--log-format", "--log-level", "--state-store-dir", "--work-dir",
+                  "--yes" }, offers("kingest state reset --"))
     assert.same(H.sorted({ "run", "plan", "validate", "test", "state", "properties", "run-task", "help", "version" }),
       offers("kingest help "))
     local top = {}
