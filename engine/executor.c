@@ -71,6 +71,10 @@ typedef struct {
   const kg_executor_t *x;
   atomic_bool done;
   bool terminal; /* stderr is a terminal: live progress lines instead of log lines */
+  /* The watchdog looks every 50 ms, and wakes at once when the tasks are done: the end of the run does not wait
+   * for its next look. */
+  pthread_mutex_t mutex;
+  pthread_cond_t wake; /* on CLOCK_MONOTONIC */
 } kg_watchdog_t;
 
 static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
@@ -140,8 +144,18 @@ static void *watchdog(void *arg) {
   /* A map's first status comes a second after its start: until then YARN shows it as NEW. */
   if (w->x->hadoop_status) last_progress -= every - 1000;
   while (!atomic_load(&w->done)) {
-    struct timespec pause = {0, 50 * 1000 * 1000};
-    nanosleep(&pause, NULL);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += 50 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&w->mutex);
+    while (!atomic_load(&w->done) && pthread_cond_timedwait(&w->wake, &w->mutex, &until) == 0) {
+    }
+    pthread_mutex_unlock(&w->mutex);
+    if (atomic_load(&w->done)) break;
     int64_t now = kg_mono_ms();
     for (size_t i = 0; i < w->x->ntasks; i++) {
       kg_task_t *t = &w->x->tasks[i];
@@ -189,6 +203,12 @@ void kg_executor_run(const kg_executor_t *x) {
   pthread_t *threads = kg_xcalloc(nthreads ? nthreads : 1, sizeof(pthread_t));
   const char *term = getenv("TERM");
   kg_watchdog_t dog = {.x = x, .terminal = isatty(STDERR_FILENO) && term && strcmp(term, "dumb") != 0};
+  pthread_mutex_init(&dog.mutex, NULL);
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&dog.wake, &attr);
+  pthread_condattr_destroy(&attr);
   pthread_t dog_thread;
   bool dog_started = pthread_create(&dog_thread, NULL, watchdog, &dog) == 0;
   if (!dog_started) KG_WARN("cannot start the watchdog thread: script.batch.timeout.ms is not enforced");
@@ -198,8 +218,13 @@ void kg_executor_run(const kg_executor_t *x) {
   if (started == 0) worker(&pool); /* no thread could start: run them here */
   for (size_t i = 0; i < started; i++)
     pthread_join(threads[i], NULL);
+  pthread_mutex_lock(&dog.mutex);
   atomic_store(&dog.done, true);
+  pthread_cond_signal(&dog.wake);
+  pthread_mutex_unlock(&dog.mutex);
   if (dog_started) pthread_join(dog_thread, NULL);
+  pthread_cond_destroy(&dog.wake);
+  pthread_mutex_destroy(&dog.mutex);
   if (dog.terminal) kg_log_set_status(NULL);
   free(threads);
   pthread_mutex_destroy(&pool.mutex);
