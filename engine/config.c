@@ -79,6 +79,10 @@ static int set_skip_errors(kg_config_t *c, const kg_property_t *p, const char *k
 static int set_limits(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
 static int set_registry_class(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                               char *errbuf);
+static int set_prom_file(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                         char *errbuf);
+static int set_pushgateway_url(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                               char *errbuf);
 static int set_source(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
 static int set_partitioner(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                            char *errbuf);
@@ -653,8 +657,29 @@ static const kg_property_t properties[] = {
      .min = 100,
      .max = INT64_MAX,
      KG_FIELD(metrics_interval_ms),
-     .doc = "Milliseconds between interim reports in the metrics file during a run (records read and written, bytes "
-            "written, per task)."},
+     .doc = "Milliseconds between interim reports during a run: in the metrics file (records read and written, bytes "
+            "written, per task), and in the Prometheus file and Pushgateway (the run's counts so far)."},
+    {.name = "metrics.reporting.prometheus.file",
+     .type = KG_PROP_STRING,
+     .def = "",
+     .set = set_prom_file,
+     .doc = "File the run's metrics go to in Prometheus's text format, for node_exporter's textfile collector (a "
+            "`*.prom` file in its folder, which must exist): replaced atomically when the run ends and every "
+            "`metrics.report.interval` during it. Empty: none ([Prometheus](#prometheus))."},
+    {.name = "metrics.reporting.prometheus.pushgateway.url",
+     .type = KG_PROP_STRING,
+     .def = "",
+     .set = set_pushgateway_url,
+     .doc = "Base URL (`http://` or `https://`) of a Prometheus Pushgateway: the same metrics are PUT to "
+            "`<url>/metrics/job/<job.name>` at the same times, replacing the job's group. Empty: none."},
+    {.name = "metrics.reporting.prometheus.pushgateway.timeout.ms",
+     .type = KG_PROP_INT,
+     .def = "5000",
+     .min = 100,
+     .max = 600000,
+     KG_FIELD(pushgateway_timeout_ms),
+     .doc = "Longest a push to the Pushgateway may take, connecting included; one that takes longer is given up with "
+            "a WARN and the run goes on."},
     {.name = "metrics.enabled",
      .type = KG_PROP_STRING,
      .def = "true",
@@ -891,6 +916,44 @@ static int set_registry_class(kg_config_t *c, const kg_property_t *p, const char
   return KG_OK;
 }
 
+/* metrics.reporting.prometheus.file: empty for none, else made absolute; a name ending in / is refused. */
+static int set_prom_file(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                         char *errbuf) {
+  (void)p;
+  char *value = v->s;
+  size_t n = strlen(value);
+  if (n && value[n - 1] == '/') {
+    kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s names a folder: give the file, such as %skingest.prom",
+            origin_of(c->props, key), key, value, value);
+    free(value);
+    return KG_EINVAL;
+  }
+  c->prom_file = n ? absolute(value) : kg_xstrdup("");
+  free(value);
+  return KG_OK;
+}
+
+/* metrics.reporting.prometheus.pushgateway.url: empty for none, else an http:// or https:// URL (its trailing / left
+ * off, so that the push path can follow it). */
+static int set_pushgateway_url(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                               char *errbuf) {
+  (void)p;
+  char *value = v->s;
+  const char *url = kg_strtrim(value);
+  if (*url && strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8)) {
+    kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s: expected the Pushgateway's http:// or https:// URL",
+            origin_of(c->props, key), key, url);
+    free(value);
+    return KG_EINVAL;
+  }
+  size_t n = strlen(url);
+  while (n && url[n - 1] == '/')
+    n--;
+  c->pushgateway_url = kg_xasprintf("%.*s", (int)n, url);
+  free(value);
+  return KG_OK;
+}
+
 /* source.class, with kafka.deserializer.type and kafka.schema.registry.class (read before it): what the payloads
  * hold, and the registry API that serves their schemas. The two Avro framings both start with byte 0, so a job
  * that mixes the properties of one with those of the other is refused rather than read one way. */
@@ -995,6 +1058,9 @@ static int set_partitioner(kg_config_t *c, const kg_property_t *p, const char *k
  * harmless to ignore: it changes nothing in a standalone run's output or its meaning. A row with INSTEAD would
  * change the output or the meaning of a Gobblin run; INSTEAD says what kingest does instead, in a WARN (an
  * error with job.strict). Any other unknown key gets a generic WARN. */
+#define KG_METRICS_INSTEAD                                                                                             \
+  "metrics go to the metrics file (metrics.reporting.file.enabled) and to Prometheus "                               \
+  "(metrics.reporting.prometheus.file, metrics.reporting.prometheus.pushgateway.url)"
 static const struct {
   const char *name;
   const char *value;   /* NULL: any value */
@@ -1029,12 +1095,10 @@ static const struct {
     {"qualitychecker.row.policy.types", NULL, "no quality check is made: every record is written"},
     {"data.publisher.replace.final.dir", NULL, "published files are added to the final folder; nothing is replaced"},
     {"extract.table.type", NULL, "the table type is APPEND_ONLY (writer.file.path.type=default ends in _append)"},
-    {"metrics.reporting.jmx.enabled", NULL, "metrics go to the metrics file only (metrics.reporting.file.enabled)"},
-    {"metrics.reporting.kafka.enabled", NULL, "metrics go to the metrics file only (metrics.reporting.file.enabled)"},
-    {"metrics.reporting.graphite.enabled", NULL,
-     "metrics go to the metrics file only (metrics.reporting.file.enabled)"},
-    {"metrics.reporting.influxdb.enabled", NULL,
-     "metrics go to the metrics file only (metrics.reporting.file.enabled)"},
+    {"metrics.reporting.jmx.enabled", NULL, KG_METRICS_INSTEAD},
+    {"metrics.reporting.kafka.enabled", NULL, KG_METRICS_INSTEAD},
+    {"metrics.reporting.graphite.enabled", NULL, KG_METRICS_INSTEAD},
+    {"metrics.reporting.influxdb.enabled", NULL, KG_METRICS_INSTEAD},
     {"job.history.store.enabled", NULL, "the run history is kept in the job's state database (kingest state history)"},
 };
 
@@ -1409,6 +1473,8 @@ void kg_config_destroy(kg_config_t *c) {
                       &c->delimiter,
                       &c->metrics_dir,
                       &c->metrics_suffix,
+                      &c->prom_file,
+                      &c->pushgateway_url,
                       &c->mr_hadoop,
                       &c->mr_streaming_jar,
                       &c->mr_kingest,

@@ -78,6 +78,9 @@ typedef struct {
   int mr_attempts;                  /* mr.map.max.attempts */
   char *mr_args;                    /* mr.streaming.args */
   int64_t metrics_interval_ms;
+  char *prom_file;                  /* metrics.reporting.prometheus.file: absolute, "" for none */
+  char *pushgateway_url;            /* metrics.reporting.prometheus.pushgateway.url without a trailing /, "" for none */
+  int64_t pushgateway_timeout_ms;   /* metrics.reporting.prometheus.pushgateway.timeout.ms */
   int64_t metadata_timeout_ms;       /* kafka.metadata.timeout.ms: broker discovery and offset queries */
   int64_t fetch_timeout_ms;          /* kafka.fetch.timeout.ms: longest wait for the next record of a range */
   int batch_size;                    /* kafka.fetch.batch.size: records handed to Lua per call */

@@ -90,7 +90,7 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, char *errbu
     if (!*failed || t->result.rc == KG_EBUDGET) task_rc = t->result.rc ? t->result.rc : KG_EINVAL;
     (*failed)++;
   }
-  kg_metrics_add(&job->metrics, "job.records.written", kg_metrics_get(&job->metrics, KG_M_RECORDS_WRITTEN));
+  kg_metrics_add(&job->metrics, KG_M_JOB_RECORDS_WRITTEN, kg_metrics_get(&job->metrics, KG_M_RECORDS_WRITTEN));
   if (*failed > 1) {
     size_t n = strlen(errbuf);
     snprintf(errbuf + n, KG_ERRLEN - n, " (and %zu more failed tasks)", *failed - 1);
@@ -217,15 +217,17 @@ static void report(kg_job_t *job, kg_state_t *state, bool recorded, int rc, kg_o
   else if (job->fs && kg_fs_remove_tree(job->fs, job->job_dir, err))
     KG_WARN("%s", err);
   kg_report_failed_records(job->tasks, job->ntasks);
-  kg_report_write(&job->report, job->tasks, job->ntasks, &job->metrics, rc == KG_OK);
   static const char *outcomes[] = {"SUCCESSFUL", "PARTIAL", "STOPPED"};
+  job->report.result = rc ? "FAILED" : outcomes[outcome];
+  job->report.end_ms = kg_now_ms();
+  kg_report_write(&job->report, job->tasks, job->ntasks, &job->metrics, rc == KG_OK);
   char stopped[96] = "";
   if (rc == KG_OK && outcome == KG_OUTCOME_STOPPED)
     snprintf(stopped, sizeof stopped, "stopped by %s; the next run goes on from here",
              kg_stop_signal() == SIGINT ? "SIGINT" : "SIGTERM");
   if (state && recorded) {
     kg_run_counts_t counts = kg_report_counts(&job->metrics, job->tasks, job->ntasks);
-    if (kg_state_run_end(state, job->job_id, kg_now_ms(), &counts, rc ? "FAILED" : outcomes[outcome],
+    if (kg_state_run_end(state, job->job_id, job->report.end_ms, &counts, rc ? "FAILED" : outcomes[outcome],
                          rc ? error : stopped, err))
       KG_WARN("%s", err);
   }
@@ -247,7 +249,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   gmtime_r(&secs, &tm);
   strftime(job.extract_id, sizeof job.extract_id, "%Y%m%d%H%M%S", &tm);
   job.job_dir = kg_xasprintf("%s/%s/%s", job_root(c), c->job_name, job.job_id);
-  kg_report_init(&job.report, c, job.job_id);
+  kg_report_init(&job.report, c, job.job_id, job.start_ms);
   kg_lock_t *lock = NULL;
   kg_state_t *state = NULL;
   bool recorded = false;
@@ -258,6 +260,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   if (!rc) rc = prepare(&job, &lock, &state, errbuf);
   if (!rc) rc = kg_state_run_begin(state, job.job_id, job.start_ms, errbuf);
   recorded = rc == KG_OK;
+  if (recorded) kg_report_begin(&job.report, state);
 
   /* Discover. */
   if (!rc) rc = kg_source_plan(c, state, &job.plan, errbuf);

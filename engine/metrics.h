@@ -17,6 +17,7 @@
 #define KG_M_SCRIPT_SKIPPED  "num.of.skipped.records" /* failed in the script and skipped */
 #define KG_M_RECORDS_SKIPPED "kafka.records.skipped"
 #define KG_M_REGISTRY_REQUESTS "kafka.schema.registry.requests" /* requests sent to the schema registry */
+#define KG_M_JOB_RECORDS_WRITTEN "job.records.written" /* the job's: records written by all its tasks */
 
 /* A set of named values (counts, and the rates and statistics of script meters and histograms). Not
  * thread-safe: each task owns its own, the job merges them at the end (merging adds values up). */
@@ -28,6 +29,8 @@ typedef struct {
 } kg_metrics_t;
 
 void kg_metrics_add(kg_metrics_t *m, const char *name, double delta);
+/* Whether NAME is one of the engine's metrics (the KG_M_ names) rather than a script's own. */
+bool kg_metrics_is_engine(const char *name);
 double kg_metrics_get(const kg_metrics_t *m, const char *name);
 /* Adds FROM into INTO as a job sums its tasks: counts and rates add up, histogram .min/.max combine, .mean is
  * weighted by .count, and percentiles (.p50 ...) stay out (they only exist per task). */

@@ -5,10 +5,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-void kg_report_init(kg_report_t *report, const kg_config_t *config, const char *job_id) {
+void kg_report_init(kg_report_t *report, const kg_config_t *config, const char *job_id, int64_t start_ms) {
   memset(report, 0, sizeof *report);
   report->config = config;
   report->job_id = job_id;
+  report->start_ms = start_ms;
+}
+
+void kg_report_begin(kg_report_t *report, kg_state_t *state) {
+  report->state = state;
+  if (!kg_report_enabled(report)) return;
+  char err[KG_ERRLEN];
+  if (kg_state_last_runs(state, report->job_id, !report->config->fail_on_partial, &report->prev_run_ms,
+                         &report->prev_success_ms, err))
+    KG_WARN("%s", err);
+  else
+    report->history_read = true;
+}
+
+bool kg_report_succeeded(const kg_config_t *config, const char *result) {
+  return result && (!strcmp(result, "SUCCESSFUL") || (!strcmp(result, "PARTIAL") && !config->fail_on_partial));
 }
 
 void kg_report_clear(kg_report_t *report) { kg_buf_free(&report->events); }
@@ -21,7 +37,7 @@ void kg_report_event(kg_report_t *report, const char *name, const char *metadata
 }
 
 /* The reporters, in the order they report. A reporter is a file and a row here. */
-static const kg_reporter_t *const reporters[] = {&kg_reporter_file};
+static const kg_reporter_t *const reporters[] = {&kg_reporter_file, &kg_reporter_prom};
 #define KG_NREPORTERS (sizeof reporters / sizeof reporters[0])
 
 bool kg_report_enabled(const kg_report_t *report) {

@@ -1,7 +1,7 @@
-/* report.h: the report phase: the events of a run and its reporters (the metrics file today: interim lines during
- * the run, the full report at its end), the WARN that accounts for every record that did not reach the output, and
- * the counts kept in the run history. Reporters read the job's and the tasks' results and write them somewhere;
- * they never change them. */
+/* report.h: the report phase: the events of a run and its reporters (the metrics file, Prometheus: interim reports
+ * during the run, the full report at its end), the WARN that accounts for every record that did not reach the
+ * output, and the counts kept in the run history. Reporters read the job's and the tasks' results and write them
+ * somewhere; they never change them. */
 #ifndef KG_REPORT_H
 #define KG_REPORT_H
 
@@ -11,21 +11,36 @@
 #include "task.h"
 
 /* One run's report. The events are appended by the job's thread only; kg_report_interim may run on the watchdog's
- * thread, as it reads nothing but the tasks' live counters. */
+ * thread, as it reads nothing but the tasks' live counters and the fields set before the tasks started. */
 typedef struct {
   const kg_config_t *config; /* borrowed */
   const char *job_id;        /* borrowed */
+  int64_t start_ms;          /* when the run started, epoch ms */
   kg_buf_t events;           /* JSON lines of the events so far, for the metrics file */
+  kg_state_t *state;         /* the job's state store once the run is recorded in it (borrowed), else NULL; for the
+                                job's thread only */
+  bool history_read;         /* the two below were read from the run history */
+  int64_t prev_run_ms;       /* when the last earlier run ended, epoch ms; 0: none */
+  int64_t prev_success_ms;   /* when the last earlier successful run ended (kg_report_succeeded); 0: none */
+  const char *result;        /* set before kg_report_write: SUCCESSFUL, PARTIAL, STOPPED or FAILED */
+  int64_t end_ms;            /* set with it: when the run ended, epoch ms, as the run history records it */
 } kg_report_t;
 
-void kg_report_init(kg_report_t *report, const kg_config_t *config, const char *job_id);
+void kg_report_init(kg_report_t *report, const kg_config_t *config, const char *job_id, int64_t start_ms);
 void kg_report_clear(kg_report_t *report);
+
+/* Once the run is recorded in STATE: keeps it for the final report and reads the earlier runs' history. */
+void kg_report_begin(kg_report_t *report, kg_state_t *state);
+
+/* Whether a run with RESULT succeeded: SUCCESSFUL, or PARTIAL unless job.fail.on.partial (the runs that exit 0). */
+bool kg_report_succeeded(const kg_config_t *config, const char *result);
 
 /* Records the event NAME (WorkUnitsCreated, JobRunTimer, ...) with METADATA_JSON (an object, or NULL for {}). */
 void kg_report_event(kg_report_t *report, const char *name, const char *metadata_json);
 
-/* A reporter: where a run's metrics go. One file each (reporter_file.c: the metrics file), and a row in report.c's
- * registry. A reporter that cannot write says so in a WARN: the run's outcome never depends on it. */
+/* A reporter: where a run's metrics go. One file each (reporter_file.c: the metrics file; reporter_prom.c: the
+ * Prometheus text file and the Pushgateway), and a row in report.c's registry. A reporter that cannot write says
+ * so in a WARN: the run's outcome never depends on it. */
 typedef struct {
   const char *name;
   bool (*enabled)(const kg_config_t *config); /* whether the job's properties turn it on */
@@ -39,6 +54,7 @@ typedef struct {
 } kg_reporter_t;
 
 extern const kg_reporter_t kg_reporter_file;
+extern const kg_reporter_t kg_reporter_prom;
 
 /* Whether any reporter is on. */
 bool kg_report_enabled(const kg_report_t *report);

@@ -451,6 +451,26 @@ int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, const 
   return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the run");
 }
 
+int kg_state_last_runs(kg_state_t *s, const char *job_id, bool partial_succeeds, int64_t *last_run_ms,
+                       int64_t *last_success_ms, char *errbuf) {
+  *last_run_ms = *last_success_ms = 0;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT MAX(ended_ms), MAX(CASE WHEN result = 'SUCCESSFUL' OR (result = 'PARTIAL' AND ?) "
+                         "THEN ended_ms END) FROM runs WHERE ended_ms IS NOT NULL AND job_id <> ?",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot read the run history");
+  sqlite3_bind_int(st, 1, partial_succeeds ? 1 : 0);
+  sqlite3_bind_text(st, 2, job_id, -1, SQLITE_TRANSIENT);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    *last_run_ms = sqlite3_column_int64(st, 0);
+    *last_success_ms = sqlite3_column_int64(st, 1);
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_ROW ? KG_OK : db_fail(s, errbuf, "cannot read the run history");
+}
+
 /* Records one operator change in state_changes (within the caller's transaction). */
 static int log_change(kg_state_t *s, const char *command, const char *topic, int32_t partition, bool had_old,
                       int64_t old_offset, bool has_new, int64_t new_offset, char *errbuf) {

@@ -91,6 +91,10 @@ typedef struct {
 
 int kg_state_run_end(kg_state_t *state, const char *job_id, int64_t ended_ms, const kg_run_counts_t *counts,
                      const char *result, const char *message, char *errbuf);
+/* When the last run other than JOB_ID ended (*LAST_RUN_MS), and the last that succeeded: result SUCCESSFUL, or
+ * PARTIAL too when PARTIAL_SUCCEEDS (*LAST_SUCCESS_MS); epoch ms, 0 when there is none. */
+int kg_state_last_runs(kg_state_t *state, const char *job_id, bool partial_succeeds, int64_t *last_run_ms,
+                       int64_t *last_success_ms, char *errbuf);
 /* Records the runs other than JOB_ID still marked RUNNING as DIED (killed, or the machine stopped), saying
  * whether their commit was completed. Only for a run that holds the job lock: no other run is alive then. */
 int kg_state_runs_died(kg_state_t *state, const char *job_id, char *errbuf);

@@ -419,7 +419,11 @@ void kg_task_run(kg_task_t *t) {
     atomic_store(&t->live.current_unit, (int)i);
     atomic_store(&t->live.unit_records, 0);
     atomic_store(&t->live.unit_started_ms, kg_mono_ms());
+    int64_t written_before, written_after, bytes;
+    kg_outputs_written(run.outputs, &written_before, &bytes);
     rc = pull_unit(&run, wu, allow, &t->result.units[i], err);
+    kg_outputs_written(run.outputs, &written_after, &bytes);
+    t->result.units[i].written = written_after - written_before;
     extracted += t->result.units[i].records;
     kg_limits_used(&run.limits, t->result.units[i].records);
   }

@@ -191,6 +191,7 @@ static void test_unit_result(void) {
                         .skipped = 3,
                         .quarantined = 1,
                         .deleted = 20,
+                        .written = 150,
                         .fetch_failed = true,
                         .premature_stop = true,
                         .stopped = true};
@@ -210,6 +211,7 @@ static void test_unit_result(void) {
   CHECK_INT(back.skipped, 3);
   CHECK_INT(back.quarantined, 1);
   CHECK_INT(back.deleted, 20);
+  CHECK_INT(back.written, 150);
   CHECK(back.fetch_failed && back.premature_stop && back.stopped);
   CHECK_STR(back.stop_reason, r.stop_reason);
   CHECK(kg_fingerprint_same(&back.last, &r.last));

@@ -255,13 +255,15 @@ static void test_unknown_keys(void) {
                       "not implemented: records are written as the source gives them; converters are Lua functions "
                       "(converters in a job.lua)\n");
   CHECK_CONTAINS(log, "WARN job.pull:9: metrics.reporting.kafka.enabled=true is not implemented: metrics go to the "
-                      "metrics file only (metrics.reporting.file.enabled)\n");
+                      "metrics file (metrics.reporting.file.enabled) and to Prometheus (metrics.reporting.prometheus.file, "
+                      "metrics.reporting.prometheus.pushgateway.url)\n");
   CHECK_CONTAINS(log, "WARN job.pull:10: fork.branches=2 is not implemented: every record goes to one branch: one "
                       "writer, one output\n");
   CHECK_CONTAINS(log, "WARN job.pull:11: qualitychecker.task.policies=gobblin.policies.count.RowCountPolicy is not "
                       "implemented: no quality check is made: every task's output is published\n");
   CHECK_CONTAINS(log, "WARN job.pull:12: metrics.reporting.graphite.enabled=true is not implemented: metrics go to "
-                      "the metrics file only (metrics.reporting.file.enabled)\n");
+                      "the metrics file (metrics.reporting.file.enabled) and to Prometheus "
+                      "(metrics.reporting.prometheus.file, metrics.reporting.prometheus.pushgateway.url)\n");
   CHECK_CONTAINS(log, "WARN job.pull:13: job.schedule=0 0/5 * * * ? is not implemented: kingest runs the job once per "
                       "`kingest run`; schedule that with cron or a systemd timer\n");
   CHECK_CONTAINS(log, "WARN job.pull:14: data.publisher.replace.final.dir=true is not implemented: published files "
@@ -306,7 +308,8 @@ static void test_unknown_keys(void) {
   CHECK_CONTAINS(log, "WARN job.pull:2: job.disabled=TRUE is not implemented: kingest runs the job whenever `kingest "
                       "run` starts it\n");
   CHECK_CONTAINS(log, "WARN job.pull:3: metrics.reporting.jmx.enabled=true is not implemented: metrics go to the "
-                      "metrics file only (metrics.reporting.file.enabled)\n");
+                      "metrics file (metrics.reporting.file.enabled) and to Prometheus (metrics.reporting.prometheus.file, "
+                      "metrics.reporting.prometheus.pushgateway.url)\n");
   CHECK_CONTAINS(log, "WARN job.pull:4: job.runonce=false is not implemented: kingest runs the job once per `kingest "
                       "run`; schedule that with cron or a systemd timer\n");
   CHECK_CONTAINS(log, "WARN job.pull:5: extract.table.type=snapshot_only is not implemented: the table type is "

@@ -196,6 +196,29 @@ int main(void) {
   CHECK_CONTAINS(history, "job_5                                                 9          7           70          1 "
                           "          1          0  SUCCESSFUL  1000 ms\n");
   free(history);
+
+  /* The last run that ended and the last that succeeded, leaving out the current one. */
+  int64_t last_run = -1, last_success = -1;
+  CHECK_INT(kg_state_last_runs(s, "job_7", false, &last_run, &last_success, err), KG_OK);
+  CHECK_INT(last_run, 2000);
+  CHECK_INT(last_success, 2000);
+  CHECK_INT(kg_state_run_begin(s, "job_8", 6000, err), KG_OK);
+  CHECK_INT(kg_state_run_end(s, "job_8", 6500, &counts, "PARTIAL", NULL, err), KG_OK);
+  CHECK_INT(kg_state_run_begin(s, "job_9", 7000, err), KG_OK);
+  CHECK_INT(kg_state_run_end(s, "job_9", 7500, &counts, "FAILED", "broken", err), KG_OK);
+  CHECK_INT(kg_state_last_runs(s, "job_10", false, &last_run, &last_success, err), KG_OK);
+  CHECK_INT(last_run, 7500);
+  CHECK_INT(last_success, 2000);
+  CHECK_INT(kg_state_last_runs(s, "job_10", true, &last_run, &last_success, err), KG_OK);
+  CHECK_INT(last_success, 6500);
+  CHECK_INT(kg_state_last_runs(s, "job_9", true, &last_run, &last_success, err), KG_OK);
+  CHECK_INT(last_run, 6500);
+  kg_state_close(s);
+  /* A job that never ran has neither. */
+  CHECK_INT(kg_state_open(store, "job2", true, &s, err), KG_OK);
+  CHECK_INT(kg_state_last_runs(s, "job_1", true, &last_run, &last_success, err), KG_OK);
+  CHECK_INT(last_run, 0);
+  CHECK_INT(last_success, 0);
   kg_state_close(s);
 
   free(src);
