@@ -143,7 +143,46 @@ typedef struct {
   size_t nparts;
   const kg_task_t *tasks;
   const kg_metrics_t *job_metrics;
+  /* Over the job's whole history, this run included: counters that only grow (the final report's, when the
+   * state store could be read). */
+  bool has_totals;
+  kg_run_counts_t totals;
+  int64_t runs[4]; /* per result, as prom_results */
 } prom_run_t;
+
+static const char *const prom_results[] = {"SUCCESSFUL", "PARTIAL", "STOPPED", "FAILED"};
+
+/* A counter family of one sample with the job label only. */
+static void counter(prom_text_t *t, const char *name, const char *help, double v) {
+  family(t, name, "counter", help);
+  sample(t, name, NULL, v);
+}
+
+/* The counters over every run of the job. The file and the Pushgateway group hold the last run's report, but these
+ * add up the run history of the state store, so they only grow from one run to the next (until the state store
+ * is deleted, which Prometheus sees as a counter reset): rate() and increase() over them are right. */
+static void total_metrics(prom_text_t *t, const prom_run_t *run) {
+  if (!run->has_totals) return;
+  counter(t, "kingest_records_read_total", "Records read from Kafka by every run of the job", (double)run->totals.read);
+  counter(t, "kingest_records_written_total",
+          "Records written by every run of the job, as the run history counts them (a failed run's too, though its "
+          "files were not published)",
+          (double)run->totals.written);
+  counter(t, "kingest_bytes_written_total", "Bytes written by every run of the job, as the run history counts them",
+          (double)run->totals.bytes);
+  counter(t, "kingest_records_skipped_total", "Records that failed in the script and were skipped, in every run",
+          (double)run->totals.skipped);
+  counter(t, "kingest_records_quarantined_total",
+          "Records that failed in the script and went to <path>/_errors, in every run", (double)run->totals.quarantined);
+  counter(t, "kingest_records_deleted_total",
+          "Records deleted from Kafka before a run could read them (never read), in every run",
+          (double)run->totals.deleted);
+  family(t, "kingest_runs_total", "counter", "Runs of the job that ended, by result");
+  for (size_t i = 0; i < sizeof prom_results / sizeof prom_results[0]; i++) {
+    const char *labels[] = {"result", prom_results[i], NULL};
+    sample(t, "kingest_runs_total", labels, (double)run->runs[i]);
+  }
+}
 
 static void run_metrics(prom_text_t *t, const prom_run_t *run) {
   gauge(t, "kingest_run_in_progress", "1 while the run goes on (an interim report), 0 once it has ended",
@@ -157,10 +196,9 @@ static void run_metrics(prom_text_t *t, const prom_run_t *run) {
           "1 when the run succeeded (SUCCESSFUL, or PARTIAL unless job.fail.on.partial: the runs that exit 0), else 0",
           run->succeeded ? 1 : 0);
     family(t, "kingest_run_result", "gauge", "The run's result, as the run history records it: 1 for the one it had");
-    static const char *const results[] = {"SUCCESSFUL", "PARTIAL", "STOPPED", "FAILED"};
-    for (size_t i = 0; i < sizeof results / sizeof results[0]; i++) {
-      const char *labels[] = {"result", results[i], NULL};
-      sample(t, "kingest_run_result", labels, run->result && !strcmp(run->result, results[i]) ? 1 : 0);
+    for (size_t i = 0; i < sizeof prom_results / sizeof prom_results[0]; i++) {
+      const char *labels[] = {"result", prom_results[i], NULL};
+      sample(t, "kingest_run_result", labels, run->result && !strcmp(run->result, prom_results[i]) ? 1 : 0);
     }
   }
   if (run->last_run_ms)
@@ -493,6 +531,7 @@ static void render(prom_text_t *t, const prom_run_t *run, bool job_label) {
   t->job = job_label ? run->report->config->job_name : NULL;
   run_metrics(t, run);
   if (!run->final) return;
+  total_metrics(t, run);
   partition_metrics(t, run);
   script_metrics(t, run, job_label);
 }
@@ -754,6 +793,22 @@ static void prom_final(const kg_report_t *report, const kg_task_t *tasks, size_t
     int64_t prev_run;
     if (kg_state_last_runs(state, report->job_id, !c->fail_on_partial, &prev_run, &run.last_success_ms, err))
       KG_WARN("%s", err);
+  }
+  /* The history's totals, and this run's counts (its row is finished after the report). */
+  if (state) {
+    if (kg_state_run_totals(state, report->job_id, &run.totals, prom_results, 4, run.runs, err)) {
+      KG_WARN("%s (the kingest_*_total counters are left out)", err);
+    } else {
+      run.has_totals = true;
+      run.totals.read += run.counts.read;
+      run.totals.written += run.counts.written;
+      run.totals.bytes += run.counts.bytes;
+      run.totals.skipped += run.counts.skipped;
+      run.totals.quarantined += run.counts.quarantined;
+      run.totals.deleted += run.counts.deleted;
+      for (size_t i = 0; i < 4; i++)
+        if (report->result && !strcmp(report->result, prom_results[i])) run.runs[i]++;
+    }
   }
 
   for (size_t i = 0; i < ntasks; i++)

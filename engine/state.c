@@ -471,6 +471,35 @@ int kg_state_last_runs(kg_state_t *s, const char *job_id, bool partial_succeeds,
   return rc == SQLITE_ROW ? KG_OK : db_fail(s, errbuf, "cannot read the run history");
 }
 
+int kg_state_run_totals(kg_state_t *s, const char *job_id, kg_run_counts_t *totals, const char *const *result_names,
+                        size_t nresults, int64_t *results, char *errbuf) {
+  memset(totals, 0, sizeof *totals);
+  for (size_t i = 0; i < nresults; i++)
+    results[i] = 0;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT result, count(*), total(records_read), total(records), total(bytes), total(skipped),"
+                         " total(quarantined), total(deleted) FROM runs WHERE ended_ms IS NOT NULL AND job_id <> ?"
+                         " GROUP BY result",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot read the run history");
+  sqlite3_bind_text(st, 1, job_id, -1, SQLITE_TRANSIENT);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *result = (const char *)sqlite3_column_text(st, 0);
+    for (size_t i = 0; result && i < nresults; i++)
+      if (!strcmp(result, result_names[i])) results[i] += sqlite3_column_int64(st, 1);
+    totals->read += (int64_t)sqlite3_column_double(st, 2);
+    totals->written += (int64_t)sqlite3_column_double(st, 3);
+    totals->bytes += (int64_t)sqlite3_column_double(st, 4);
+    totals->skipped += (int64_t)sqlite3_column_double(st, 5);
+    totals->quarantined += (int64_t)sqlite3_column_double(st, 6);
+    totals->deleted += (int64_t)sqlite3_column_double(st, 7);
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot read the run history");
+}
+
 /* Records one operator change in state_changes (within the caller's transaction). */
 static int log_change(kg_state_t *s, const char *command, const char *topic, int32_t partition, bool had_old,
                       int64_t old_offset, bool has_new, int64_t new_offset, char *errbuf) {

@@ -95,6 +95,10 @@ int kg_state_run_end(kg_state_t *state, const char *job_id, int64_t ended_ms, co
  * PARTIAL too when PARTIAL_SUCCEEDS (*LAST_SUCCESS_MS); epoch ms, 0 when there is none. */
 int kg_state_last_runs(kg_state_t *state, const char *job_id, bool partial_succeeds, int64_t *last_run_ms,
                        int64_t *last_success_ms, char *errbuf);
+/* What every finished run other than JOB_ID did, added up (*TOTALS), and how many runs ended with each result
+ * (RESULTS[i] for the NRESULTS names in RESULT_NAMES). */
+int kg_state_run_totals(kg_state_t *state, const char *job_id, kg_run_counts_t *totals, const char *const *result_names,
+                        size_t nresults, int64_t *results, char *errbuf);
 /* Records the runs other than JOB_ID still marked RUNNING as DIED (killed, or the machine stopped), saying
  * whether their commit was completed. Only for a run that holds the job lock: no other run is alive then. */
 int kg_state_runs_died(kg_state_t *state, const char *job_id, char *errbuf);

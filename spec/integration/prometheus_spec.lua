@@ -275,6 +275,21 @@ describe("the Prometheus textfile", function()
     assert.are.equal(5, value(s, "kingest_partition_next_offset", at))
     assert.are.equal(3, value(s, "kingest_partition_lag_records", at))
     assert.are.equal(1, value(s, "kingest_partition_records_failed", at))
+
+    -- The counters add up every run of the job, as sqlite3 reads the history: 4 + 1 + the failed run's.
+    local totals = H.sqlite(work .. "/state-store/" .. JOB .. ".db",
+      "SELECT sum(records_read), sum(records), sum(bytes), sum(skipped), count(*) FROM runs")[1]
+    assert.are.equal(tonumber(totals[1]), value(s, "kingest_records_read_total"))
+    assert.is_true(value(s, "kingest_records_read_total") >= 5)
+    -- Written as the history counts it: the failed run's two records too, though they were not published.
+    assert.are.equal(tonumber(totals[2]), value(s, "kingest_records_written_total"))
+    assert.are.equal(4 + 1 + 2, value(s, "kingest_records_written_total"))
+    assert.are.equal(tonumber(totals[3]), value(s, "kingest_bytes_written_total"))
+    assert.are.equal(0, value(s, "kingest_records_skipped_total"))
+    assert.are.equal(2, value(s, "kingest_runs_total", { result = "SUCCESSFUL" }))
+    assert.are.equal(1, value(s, "kingest_runs_total", { result = "FAILED" }))
+    assert.are.equal(3, tonumber(totals[5]))
+    assert.truthy(text:find("\n# TYPE kingest_records_read_total counter\n", 1, true), text)
   end)
 
   it("names the script's metrics in snake case, and leaves out with a WARN those whose names clash or are empty",
