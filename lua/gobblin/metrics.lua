@@ -4,12 +4,20 @@ local M = {}
 
 local Counter = {}
 Counter.__index = Counter
-function Counter:inc(n) self.count = self.count + (n or 1) end
-function Counter:dec(n) self.count = self.count - (n or 1) end
+-- N may be a Lua number or a number cdata (msg.value_len): both count as their value.
+local function amount(n, what)
+  if n == nil then return 1 end
+  local v = tonumber(n)
+  if not v then error(what .. " expects a number, got " .. type(n), 3) end
+  return v
+end
+
+function Counter:inc(n) self.count = self.count + amount(n, "counter:inc") end
+function Counter:dec(n) self.count = self.count - amount(n, "counter:dec") end
 
 local Meter = {}
 Meter.__index = Meter
-function Meter:mark(n) self.count = self.count + (n or 1) end
+function Meter:mark(n) self.count = self.count + amount(n, "meter:mark") end
 
 local Histogram = {}
 Histogram.__index = Histogram
