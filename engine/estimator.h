@@ -9,7 +9,8 @@
 /* Sets est_size of each of the N UNITS from the stored statistics of earlier runs (STORED, NSTORED):
  * AVG_RECORD_TIME (range x per-topic geometric mean of the average ms per record), AVG_RECORD_SIZE (range x
  * the partition's average record size, default 1024), or CUSTOM (the job.lua's estimateSize function).
- * Fails only for CUSTOM, with a message naming the partition. */
+ * Fails only for CUSTOM, with a message naming the partition, or the job when it has no estimateSize (with N 0,
+ * that check alone). */
 int kg_estimate_sizes(const kg_config_t *config, kg_workunit_t *units, size_t n, const kg_partition_state_t *stored,
                       size_t nstored, char *errbuf);
 

@@ -67,15 +67,17 @@ static void *worker(void *arg) {
  * nothing and moving no offset, after recording the failure. */
 #define KG_WATCHDOG_GRACE_MS 3000
 
-typedef struct {
+struct kg_watchdog {
   const kg_executor_t *x;
   atomic_bool done;
   bool terminal; /* stderr is a terminal: live progress lines instead of log lines */
+  pthread_t thread;
+  bool started;
   /* The watchdog looks every 50 ms, and wakes at once when the tasks are done: the end of the run does not wait
    * for its next look. */
   pthread_mutex_t mutex;
   pthread_cond_t wake; /* on CLOCK_MONOTONIC */
-} kg_watchdog_t;
+};
 
 static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
   const kg_executor_t *x = w->x;
@@ -190,6 +192,34 @@ static void *watchdog(void *arg) {
   return NULL;
 }
 
+kg_watchdog_t *kg_executor_watch(const kg_executor_t *x) {
+  const char *term = getenv("TERM");
+  kg_watchdog_t *dog = kg_xcalloc(1, sizeof *dog);
+  dog->x = x;
+  dog->terminal = isatty(STDERR_FILENO) && term && strcmp(term, "dumb") != 0;
+  pthread_mutex_init(&dog->mutex, NULL);
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&dog->wake, &attr);
+  pthread_condattr_destroy(&attr);
+  dog->started = pthread_create(&dog->thread, NULL, watchdog, dog) == 0;
+  if (!dog->started) KG_WARN("cannot start the watchdog thread: script.batch.timeout.ms is not enforced");
+  return dog;
+}
+
+void kg_executor_unwatch(kg_watchdog_t *dog) {
+  pthread_mutex_lock(&dog->mutex);
+  atomic_store(&dog->done, true);
+  pthread_cond_signal(&dog->wake);
+  pthread_mutex_unlock(&dog->mutex);
+  if (dog->started) pthread_join(dog->thread, NULL);
+  pthread_cond_destroy(&dog->wake);
+  pthread_mutex_destroy(&dog->mutex);
+  if (dog->terminal) kg_log_set_status(NULL);
+  free(dog);
+}
+
 void kg_executor_run(const kg_executor_t *x) {
   const kg_config_t *c = x->config;
   size_t nunits = 0;
@@ -201,31 +231,14 @@ void kg_executor_run(const kg_executor_t *x) {
   pthread_mutex_init(&pool.mutex, NULL);
   size_t nthreads = (size_t)c->threadpool_size < x->ntasks ? (size_t)c->threadpool_size : x->ntasks;
   pthread_t *threads = kg_xcalloc(nthreads ? nthreads : 1, sizeof(pthread_t));
-  const char *term = getenv("TERM");
-  kg_watchdog_t dog = {.x = x, .terminal = isatty(STDERR_FILENO) && term && strcmp(term, "dumb") != 0};
-  pthread_mutex_init(&dog.mutex, NULL);
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&dog.wake, &attr);
-  pthread_condattr_destroy(&attr);
-  pthread_t dog_thread;
-  bool dog_started = pthread_create(&dog_thread, NULL, watchdog, &dog) == 0;
-  if (!dog_started) KG_WARN("cannot start the watchdog thread: script.batch.timeout.ms is not enforced");
+  kg_watchdog_t *dog = kg_executor_watch(x);
   size_t started = 0;
   for (; started < nthreads; started++)
     if (pthread_create(&threads[started], NULL, worker, &pool) != 0) break;
   if (started == 0) worker(&pool); /* no thread could start: run them here */
   for (size_t i = 0; i < started; i++)
     pthread_join(threads[i], NULL);
-  pthread_mutex_lock(&dog.mutex);
-  atomic_store(&dog.done, true);
-  pthread_cond_signal(&dog.wake);
-  pthread_mutex_unlock(&dog.mutex);
-  if (dog_started) pthread_join(dog_thread, NULL);
-  pthread_cond_destroy(&dog.wake);
-  pthread_mutex_destroy(&dog.mutex);
-  if (dog.terminal) kg_log_set_status(NULL);
+  kg_executor_unwatch(dog);
   free(threads);
   pthread_mutex_destroy(&pool.mutex);
 }

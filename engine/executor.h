@@ -40,4 +40,11 @@ typedef struct {
 /* Runs every task and returns when all have ended; each task's result says how it went. */
 void kg_executor_run(const kg_executor_t *executor);
 
+/* kg_executor_run's watchdog on its own, for tasks another caller runs (`kingest test`): a thread that
+ * interrupts a batch running past script.batch.timeout.ms (and ends the process when it cannot), shows
+ * progress and writes interim metrics, until kg_executor_unwatch. */
+typedef struct kg_watchdog kg_watchdog_t;
+kg_watchdog_t *kg_executor_watch(const kg_executor_t *executor);
+void kg_executor_unwatch(kg_watchdog_t *watchdog);
+
 #endif

@@ -11,8 +11,11 @@
 #include <time.h>
 
 #include "commit.h"
+#include "estimator.h"
 #include "executor.h"
 #include "fs.h"
+#include "kafka.h"
+#include "kg_avro.h"
 #include "lock.h"
 #include "lua_bridge.h"
 #include "mapreduce.h"
@@ -187,7 +190,7 @@ static int prepare(kg_job_t *job, kg_lock_t **lock, kg_state_t **state, char *er
       (rc = kg_fs_check_same_fs(job->fs, c->task_data_root, "task.data.root.dir", c->final_dir,
                                 "data.publisher.final.dir", errbuf)))
     return rc;
-  if (c->launcher == KG_LAUNCHER_MAPREDUCE && (rc = kg_mr_check(c, job->fs, job->pub_fs, errbuf))) return rc;
+  if (c->launcher == KG_LAUNCHER_MAPREDUCE && (rc = kg_mr_check(c, job->fs, job->pub_fs, true, errbuf))) return rc;
   if ((rc = kg_state_open(c->state_store_dir, c->job_name, true, state, errbuf))) return rc;
   if ((rc = kg_lua_job_check(c->job_is_lua ? c->job_file : NULL, errbuf))) return rc;
   if ((rc = kg_commit_recover(*state, &job->publish, errbuf))) return rc;
@@ -308,6 +311,42 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   kg_fs_close(job.fs);
   free(job.job_dir);
   free(job.job_id);
+  return rc;
+}
+
+/* Compiles topic.whitelist and topic.blacklist as planning does, each alone so that an error names the one it
+ * is about and where the job set it. */
+static int check_topics(const kg_config_t *c, char *errbuf) {
+  const char *names[] = {"topic.whitelist", "topic.blacklist"}, *lists[] = {c->topic_whitelist, c->topic_blacklist};
+  for (int i = 0; i < 2; i++) {
+    kg_topic_filter_t *filter = NULL;
+    char why[KG_ERRLEN];
+    int rc = kg_topic_filter_new(i ? "" : lists[i], i ? lists[i] : "", &filter, why);
+    kg_topic_filter_destroy(filter);
+    const char *origin = kg_props_origin(c->props, names[i]);
+    if (rc) return kg_fail(errbuf, rc, "%s: %s", origin ? origin : c->job_file, why);
+  }
+  return KG_OK;
+}
+
+int kg_job_check(const kg_config_t *c, const kg_writer_ops_t **writer, char *errbuf) {
+  kg_job_t job = {.config = c};
+  int rc = open_outputs(&job, errbuf);
+  if (!rc && c->launcher == KG_LAUNCHER_MAPREDUCE) rc = kg_mr_check(c, job.fs, job.pub_fs, false, errbuf);
+  if (!rc) rc = kg_lua_job_check(c->job_is_lua ? c->job_file : NULL, errbuf);
+  if (!rc) rc = check_topics(c, errbuf);
+  if (!rc) rc = kg_kafka_check_config(c, errbuf);
+  if (!rc) rc = kg_estimate_sizes(c, NULL, 0, NULL, 0, errbuf); /* no units: CUSTOM's estimateSize is there */
+  if (!rc && c->avro_framing != KG_FRAMING_NONE) {
+    kg_avro_schemas_t *schemas = kg_avro_schemas_new();
+    kg_avro_input_t *input = NULL;
+    rc = kg_avro_input_new(c, schemas, &input, errbuf); /* a registry client: nothing is asked of it */
+    kg_avro_input_destroy(input);
+    kg_avro_schemas_destroy(schemas);
+  }
+  if (writer) *writer = rc ? NULL : job.writer;
+  if (job.pub_fs != job.fs) kg_fs_close(job.pub_fs);
+  kg_fs_close(job.fs);
   return rc;
 }
 

@@ -19,6 +19,14 @@ typedef enum {
  * records failed in the script than task.skip.error.records or decode.error.max.ratio allow. */
 int kg_job_run(const kg_config_t *config, kg_outcome_t *outcome, char *errbuf);
 
+/* The checks a run makes of its job before it takes the lock or reaches a broker, a file system or the schema
+ * registry, and those it makes later without needing any of them, all at once (`kingest validate`, `kingest
+ * test`): the file systems and the writer the properties name (*WRITER, may be NULL), MapReduce's settings, the
+ * job script as a task loads it (its hooks, its source, the modules it requires as it loads), the topic
+ * selection's patterns, the Kafka client's settings, a CUSTOM estimator's estimateSize, and the registry URL of
+ * a job that reads Avro. CONFIG has passed kg_config_new. Returns KG_OK, or the error the run would stop with. */
+int kg_job_check(const kg_config_t *config, const kg_writer_ops_t **writer, char *errbuf);
+
 /* `kingest plan`: connects, makes the work units from the stored offsets, estimates and packs them, and
  * writes the tasks with their loads to OUT (a table, or JSON), changing nothing: the state is opened read
  * only, and no lock, output or metrics file is touched. */

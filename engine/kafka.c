@@ -61,8 +61,9 @@ static int set(rd_kafka_conf_t *conf, const char *name, const char *value, char 
   return KG_OK;
 }
 
-int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
-  *out = NULL;
+/* The client configuration of CONFIG: the engine's settings, then kafka.consumer.<name> for each such property
+ * (a value librdkafka refuses names the property and where the job gave it). *OUT is the caller's. */
+static int make_conf(const kg_config_t *config, rd_kafka_conf_t **out, char *errbuf) {
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   char num[32];
   int rc = set(conf, "bootstrap.servers", config->brokers, errbuf);
@@ -82,12 +83,33 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   /* kafka.consumer.<name> passes any librdkafka property through (security settings and the like). */
   for (size_t i = 0; !rc && i < kg_props_count(config->props); i++) {
     const char *key = kg_props_key_at(config->props, i);
-    if (!strncmp(key, "kafka.consumer.", 15)) rc = set(conf, key + 15, kg_props_value_at(config->props, i), errbuf);
+    if (strncmp(key, "kafka.consumer.", 15)) continue;
+    const char *value = kg_props_value_at(config->props, i), *origin = kg_props_origin(config->props, key);
+    char why[512];
+    if (rd_kafka_conf_set(conf, key + 15, value, why, sizeof why) != RD_KAFKA_CONF_OK)
+      rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s: the Kafka client refuses it: %s",
+                   origin ? origin : config->job_file, key, value, why);
   }
   if (rc) {
     rd_kafka_conf_destroy(conf);
-    return rc;
+    conf = NULL;
   }
+  *out = conf;
+  return rc;
+}
+
+int kg_kafka_check_config(const kg_config_t *config, char *errbuf) {
+  rd_kafka_conf_t *conf = NULL;
+  int rc = make_conf(config, &conf, errbuf);
+  if (conf) rd_kafka_conf_destroy(conf);
+  return rc;
+}
+
+int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
+  *out = NULL;
+  rd_kafka_conf_t *conf = NULL;
+  int rc = make_conf(config, &conf, errbuf);
+  if (rc) return rc;
   rd_kafka_conf_set_log_cb(conf, log_cb);
   /* The bounds in force, after any kafka.consumer.* override. */
   int64_t max_records = 0, max_kbytes = 0;

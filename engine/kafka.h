@@ -14,8 +14,13 @@ typedef struct {
   int32_t *partitions; /* ids, sorted */
 } kg_topic_meta_t;
 
-/* A client for CONFIG's brokers. Returns KG_OK or KG_EKAFKA with a message naming kafka.brokers. */
+/* A client for CONFIG's brokers. Returns KG_OK, KG_EINVAL for a kafka.consumer.<name> the client refuses
+ * (kg_kafka_check_config), or KG_EKAFKA with a message naming kafka.brokers. */
 int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf);
+/* Checks the client configuration kg_kafka_new would make, without making a client (no thread, no connection):
+ * KG_EINVAL naming a kafka.consumer.<name> property librdkafka refuses (an unknown name, a bad value) and where
+ * the job set it. Settings that only conflict with each other are found when the client is made. */
+int kg_kafka_check_config(const kg_config_t *config, char *errbuf);
 void kg_kafka_destroy(kg_kafka_t *kafka);
 
 /* Every topic on the cluster, sorted by name. The array and its contents are the caller's, freed with

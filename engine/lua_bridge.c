@@ -329,6 +329,41 @@ int kg_lua_job_check(const char *job_file, char *errbuf) {
   return rc;
 }
 
+int kg_lua_job_describe(const char *job_file, kg_buf_t *out, char *errbuf) {
+  lua_State *L = NULL;
+  kg_lua_job_t *job = NULL;
+  int rc;
+  if (job_file) {
+    if ((rc = job_state(job_file, &job, errbuf))) return rc;
+    L = job->L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, job->runtime_ref);
+  } else if ((rc = runtime_state(NULL, &L, errbuf))) {
+    return rc;
+  }
+  int top = lua_gettop(L) - 1;
+  lua_getfield(L, -1, "describe");
+  lua_remove(L, -2);
+  if (job)
+    lua_rawgeti(L, LUA_REGISTRYINDEX, job->job_ref);
+  else
+    lua_newtable(L);
+  rc = protected_call(L, 1, 1, errbuf);
+  if (!rc && lua_istable(L, -1)) {
+    int list = lua_gettop(L);
+    for (int i = 1; i <= (int)lua_objlen(L, list); i++) {
+      lua_rawgeti(L, list, i);
+      lua_rawgeti(L, -1, 1);
+      lua_rawgeti(L, -2, 2);
+      kg_buf_appendf(out, "%s\t%s\n", lua_tostring(L, -2) ? lua_tostring(L, -2) : "?",
+                     lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+      lua_pop(L, 3);
+    }
+  }
+  lua_settop(L, top);
+  if (!job) lua_close(L);
+  return rc;
+}
+
 static void set_number(lua_State *L, const char *name, double v) {
   lua_pushnumber(L, v);
   lua_setfield(L, -2, name);

@@ -36,6 +36,11 @@ int kg_lua_job_properties(const char *job_file, kg_props_t *props, char *errbuf)
  * throws it away. For NULL, in a state of its own (no job file runs). Returns KG_OK, KG_ELUA or KG_ENOMEM. */
 int kg_lua_job_check(const char *job_file, char *errbuf);
 
+/* The job's code as `kingest validate` shows it, one line per hook appended to OUT, "name<TAB>what" (decodeRecord
+ * or source, the converters, estimateSize, partition, with where each function is defined), for the job.lua at
+ * JOB_FILE (NULL: a properties job). Returns KG_OK, KG_ELUA or KG_ENOMEM. */
+int kg_lua_job_describe(const char *job_file, kg_buf_t *out, char *errbuf);
+
 /* kafka.workunit.size.estimator.type=CUSTOM: SIZES[i] = the job's estimateSize(workunit, history) for each of
  * the N UNITS, HISTORY[i] being the stored state of unit i's partition (NULL: never pulled, history is nil).
  * workunit has topic, partition, low, high, range, earliest and latest; history has next_offset and, when

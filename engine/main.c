@@ -1,4 +1,6 @@
 /* main.c: the kingest command line: run, state, properties, help, version. */
+#include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "lock.h"
 #include "mapreduce.h"
 #include "state.h"
+#include "tryout.h"
 
 /* Exit statuses (README, "Exit codes"). */
 enum {
@@ -54,6 +57,8 @@ static const char *usage_main =
     "                            Forget stored partitions: the next run treats them as new\n"
     "  properties                List the job properties kingest reads, with their defaults\n"
     "  run-task JOB              Run the tasks of a Hadoop job's map (launcher.type=MAPREDUCE)\n"
+    "  validate JOB              Check a job as a run would, without connecting to anything\n"
+    "  test JOB < RECORDS        Feed records from stdin through the job's script and writer; print the output\n"
     "  version                   Print the version\n"
     "  help [COMMAND]            Show help for a command\n"
     "\n"
@@ -165,6 +170,53 @@ static const char *usage_run_task =
     "      --log-format FMT   text (default) or json\n"
     "  -h, --help             Show this help\n";
 
+static const char *usage_validate =
+    "Usage: kingest validate JOB [options]\n"
+    "\n"
+    "Checks the job as a run does before it starts, without connecting to Kafka, the schema registry or HDFS:\n"
+    "the job file, every property (unknown and misspelt ones, invalid values), the job.lua's hooks\n"
+    "(decodeRecord or source, converters, estimateSize, partition), the modules it requires as it loads, the\n"
+    "topic patterns and the Kafka client's settings. Prints what the job is, then OK.\n"
+    "\n"
+    "Options:\n"
+    "  -w, --work-dir DIR     Work dir the default paths are under (default: $GOBBLIN_WORK_DIR, else the\n"
+    "                         current folder); nothing is written there\n"
+    "      --strict           Refuse properties kingest does not know or does not implement (job.strict=true)\n"
+    "  -l, --log-level LEVEL  debug, info (default), warn or error\n"
+    "      --log-file FILE    Also append the log to FILE\n"
+    "      --log-format FMT   text (default) or json\n"
+    "  -h, --help             Show this help\n"
+    "\n"
+    "Exit status: 0 the job is valid; 64 bad usage; 66 the job file cannot be read; 78 the job is not valid.\n";
+
+static const char *usage_test =
+    "Usage: kingest test JOB [options] < RECORDS\n"
+    "\n"
+    "Feeds records read from stdin through the job as a task would (decodeRecord, the converters, the writer),\n"
+    "with offsets 0, 1, 2, ..., and prints what would be written: the bytes of text output, one JSON line per\n"
+    "Avro record. Each record that fails is logged on stderr with its offset and traceback; decode.error.policy\n"
+    "and the error budget apply as in a run. The counts go to stderr. Nothing connects to Kafka, and neither the\n"
+    "job's output nor its state is written (a job that reads Avro asks its schema registry for the schemas).\n"
+    "\n"
+    "Options:\n"
+    "  -t, --topic TOPIC      The records' topic (default: topic.whitelist when it begins with a plain name)\n"
+    "  -p, --partition N      The records' partition (default 0)\n"
+    "  -f, --format FORMAT    lines (default): a record per line, without its newline; length-prefixed: a\n"
+    "                         4-byte big-endian length, then that many bytes (0xFFFFFFFF: a null payload)\n"
+    "  -k, --key-separator S  lines: the key is what comes before the first S, the payload what follows\n"
+    "      --timestamp MS     The records' timestamp, ms since the epoch (default: now)\n"
+    "  -w, --work-dir DIR     Work dir the output paths are shown under (default: $GOBBLIN_WORK_DIR, else the\n"
+    "                         current folder); nothing is written there\n"
+    "      --strict           Refuse properties kingest does not know or does not implement (job.strict=true)\n"
+    "  -l, --log-level LEVEL  debug, info (default), warn or error\n"
+    "      --log-file FILE    Also append the log to FILE\n"
+    "      --log-format FMT   text (default) or json\n"
+    "  -h, --help             Show this help\n"
+    "\n"
+    "Exit status: 0 every record passed; 1 a record failed in the script, or a run would fail the task; 64 bad\n"
+    "usage; 65 stdin is not in the format; 66 the job file cannot be read; 74 stdin or a temporary file cannot\n"
+    "be read or written; 78 the job is not valid.\n";
+
 static const char *usage_properties =
     "Usage: kingest properties\n"
     "       kingest properties --markdown\n"
@@ -213,6 +265,8 @@ typedef enum {
   OPT_TOPIC,
   OPT_PARTITION,
   OPT_FORMAT,
+  OPT_KEY_SEPARATOR,
+  OPT_TIMESTAMP,
   OPT_COUNT
 } kg_opt_id_t;
 
@@ -229,8 +283,9 @@ static const struct {
     [OPT_JSON] = {'j', "--json", false},          [OPT_STRICT] = {0, "--strict", false},
     [OPT_DRY_RUN] = {0, "--dry-run", false},      [OPT_YES] = {'y', "--yes", false},
     [OPT_FORCE] = {0, "--force", false},          [OPT_MARKDOWN] = {0, "--markdown", false},
-    [OPT_TOPIC] = {0, "--topic", true},           [OPT_PARTITION] = {0, "--partition", true},
-    [OPT_FORMAT] = {0, "--format", true},
+    [OPT_TOPIC] = {'t', "--topic", true},         [OPT_PARTITION] = {'p', "--partition", true},
+    [OPT_FORMAT] = {'f', "--format", true},       [OPT_KEY_SEPARATOR] = {'k', "--key-separator", true},
+    [OPT_TIMESTAMP] = {0, "--timestamp", true},
 };
 
 /* What a command takes. */
@@ -244,6 +299,10 @@ static const struct {
 #define OPTS_STATE_SET_OFFSET (OPTS_STATE | OPT_BIT(OPT_DRY_RUN) | OPT_BIT(OPT_FORCE))
 #define OPTS_STATE_RESET (OPTS_STATE | OPT_BIT(OPT_DRY_RUN) | OPT_BIT(OPT_YES))
 #define OPTS_PROPERTIES (OPT_BIT(OPT_MARKDOWN))
+#define OPTS_VALIDATE (OPT_BIT(OPT_WORK_DIR) | OPTS_LOG | OPT_BIT(OPT_STRICT))
+#define OPTS_TEST                                                                                                      \
+  (OPTS_VALIDATE | OPT_BIT(OPT_TOPIC) | OPT_BIT(OPT_PARTITION) | OPT_BIT(OPT_FORMAT) | OPT_BIT(OPT_KEY_SEPARATOR) |  \
+   OPT_BIT(OPT_TIMESTAMP))
 
 typedef struct {
   const char *values[OPT_COUNT]; /* an option's value; "" for a flag that is given */
@@ -443,6 +502,91 @@ static int cmd_plan(int argc, char **argv) {
   int rc = kg_job_plan(config, has(&a, OPT_JSON), stdout, err);
   kg_config_destroy(config);
   return rc ? fail(1, err) : 0;
+}
+
+/* validate and test: loads JOB as load_config does: EX_NOINPUT when the file cannot be read, EX_CONFIG when the
+ * job is not valid (the message printed). The work dir roots the default paths only: nothing is written there. */
+static int load_for_tryout(const char *job, kg_args_t *a, kg_config_t **config) {
+  char err[KG_ERRLEN] = "";
+  FILE *f = fopen(job, "r");
+  if (!f || (fgetc(f) == EOF && ferror(f))) {
+    snprintf(err, sizeof err, "%s: cannot read job file: %s", job, strerror(errno));
+    if (f) fclose(f);
+    return fail(EX_NOINPUT, err);
+  }
+  fclose(f);
+  const char *work_dir = value(a, OPT_WORK_DIR) ? value(a, OPT_WORK_DIR) : getenv("GOBBLIN_WORK_DIR");
+  char cwd[PATH_MAX];
+  if ((!work_dir || !*work_dir) && getcwd(cwd, sizeof cwd)) work_dir = cwd;
+  a->values[OPT_WORK_DIR] = work_dir;
+  int rc = load_config(job, a, config, err);
+  a->values[OPT_WORK_DIR] = NULL; /* cwd's buffer ends here */
+  if (rc) return fail(EX_CONFIG, err);
+  return 0;
+}
+
+static int cmd_validate(int argc, char **argv) {
+  kg_args_t a;
+  int rc = parse_args(argc, argv, 2, OPTS_VALIDATE, &a, usage_validate);
+  if (rc) return rc == 1 ? 0 : EX_USAGE;
+  if (a.npositional != 1) {
+    fprintf(stderr, "kingest: validate needs one job file\n%s", usage_validate);
+    return EX_USAGE;
+  }
+  kg_config_t *config = NULL;
+  if ((rc = load_for_tryout(a.positional[0], &a, &config))) return rc;
+  char err[KG_ERRLEN] = "";
+  rc = kg_tryout_validate(config, stdout, err);
+  kg_config_destroy(config);
+  return rc ? fail(rc, err) : 0;
+}
+
+static int cmd_test(int argc, char **argv) {
+  kg_args_t a;
+  int rc = parse_args(argc, argv, 2, OPTS_TEST, &a, usage_test);
+  if (rc) return rc == 1 ? 0 : EX_USAGE;
+  if (a.npositional != 1) {
+    fprintf(stderr, "kingest: test needs one job file\n%s", usage_test);
+    return EX_USAGE;
+  }
+  const char *v[5] = {value(&a, OPT_TOPIC), value(&a, OPT_PARTITION), value(&a, OPT_FORMAT),
+                      value(&a, OPT_KEY_SEPARATOR), value(&a, OPT_TIMESTAMP)};
+  kg_tryout_options_t o = {.topic = v[0], .in = stdin, .out = stdout, .err = stderr, .timestamp = kg_now_ms()};
+  int64_t n;
+  if (v[1] && (!kg_parse_int64(v[1], &n) || n < 0 || n > INT32_MAX)) {
+    fprintf(stderr, "kingest: invalid --partition %s: expected a whole number from 0 to %d\n", v[1], INT32_MAX);
+    return EX_USAGE;
+  }
+  o.partition = v[1] ? (int32_t)n : 0;
+  if (v[2] && strcmp(v[2], "lines") && strcmp(v[2], "length-prefixed")) {
+    fprintf(stderr, "kingest: invalid --format %s: expected lines or length-prefixed\n", v[2]);
+    return EX_USAGE;
+  }
+  o.format = v[2] && !strcmp(v[2], "length-prefixed") ? KG_TRYOUT_LENGTH_PREFIXED : KG_TRYOUT_LINES;
+  if (v[3] && (!*v[3] || o.format != KG_TRYOUT_LINES)) {
+    fprintf(stderr, "kingest: --key-separator %s: %s\n", *v[3] ? "is for --format lines" : "needs a separator",
+            "a record's key is what comes before it on its line");
+    return EX_USAGE;
+  }
+  o.key_separator = v[3];
+  if (v[4] && (!kg_parse_int64(v[4], &o.timestamp) || o.timestamp < 0)) {
+    fprintf(stderr, "kingest: invalid --timestamp %s: expected milliseconds since the epoch\n", v[4]);
+    return EX_USAGE;
+  }
+  kg_config_t *config = NULL;
+  if ((rc = load_for_tryout(a.positional[0], &a, &config))) return rc;
+  char err[KG_ERRLEN] = "";
+  char *topic = NULL;
+  if (!o.topic && kg_tryout_default_topic(config, &topic, err)) {
+    kg_config_destroy(config);
+    fprintf(stderr, "kingest: %s\n%s", err, usage_test);
+    return EX_USAGE;
+  }
+  if (!o.topic) o.topic = topic;
+  rc = kg_tryout_test(config, &o, err);
+  free(topic);
+  kg_config_destroy(config);
+  return rc > 1 ? fail(rc, err) : rc;
 }
 
 static void format_time(int64_t ms, char *out, size_t n) {
@@ -1001,6 +1145,8 @@ int main(int argc, char **argv) {
                         : !strcmp(topic, "state")                             ? usage_state
                         : !strcmp(topic, "properties")                        ? usage_properties
                         : !strcmp(topic, "run-task")                          ? usage_run_task
+                        : !strcmp(topic, "validate")                          ? usage_validate
+                        : !strcmp(topic, "test")                              ? usage_test
                         : !strcmp(topic, "version")                           ? usage_version
                         : !strcmp(topic, "help")                              ? usage_main
                                                                               : NULL;
@@ -1016,6 +1162,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "state")) return cmd_state(argc, argv);
   if (!strcmp(cmd, "properties")) return cmd_properties(argc, argv);
   if (!strcmp(cmd, "run-task")) return cmd_run_task(argc, argv);
+  if (!strcmp(cmd, "validate")) return cmd_validate(argc, argv);
+  if (!strcmp(cmd, "test")) return cmd_test(argc, argv);
   /* An option in the command's place (kingest --verbose) is named as such. */
   fprintf(stderr, "kingest: unknown %s %s\n%s", cmd[0] == '-' && cmd[1] ? "option" : "command", cmd, usage_main);
   return 2;

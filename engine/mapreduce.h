@@ -28,10 +28,11 @@ typedef struct {
   size_t ntasks;
 } kg_mr_run_t;
 
-/* Checks what a MapReduce run needs before anything else happens: mr.job.root.dir set and writable on FS (which
- * must be HDFS, as the final folder's), the Hadoop command and the streaming jar found. KG_EINVAL (or KG_EIO) with
- * an error naming the property and what was tried. */
-int kg_mr_check(const kg_config_t *config, kg_fs_t *fs, kg_fs_t *pub_fs, char *errbuf);
+/* Checks what a MapReduce run needs before anything else happens: mr.job.root.dir set and (with REACH) writable on
+ * FS (which must be HDFS, as the final folder's), the Hadoop command and the streaming jar found. Without REACH
+ * the file system is not asked anything (`kingest validate`). KG_EINVAL (or KG_EIO) with an error naming the
+ * property and what was tried. */
+int kg_mr_check(const kg_config_t *config, kg_fs_t *fs, kg_fs_t *pub_fs, bool reach, char *errbuf);
 
 /* Runs the tasks as a Hadoop job and fills each task's result from its map's result line. KG_OK when the job
  * succeeded (a task may still have failed: its result says so); otherwise the error, and every task is failed

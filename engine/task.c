@@ -21,7 +21,7 @@
 #include "output.h"
 
 /* A task as it runs. */
-typedef struct {
+struct kg_task_run {
   kg_task_t *task;
   kg_outputs_t *outputs;
   kg_limits_t limits;
@@ -33,6 +33,7 @@ typedef struct {
   int64_t failed_decode;  /* records whose decodeRecord failed */
   int64_t failed_convert; /* records whose converter failed */
   int64_t range_total;    /* the most records the task can read: the sum of its ranges (or its count limit) */
+  int log_limit;          /* failed records logged per partition */
   /* Avro (kg_avro.h): the schemas the task met, the reader of framed payloads (NULL when the job reads raw bytes),
    * the output's schema (writer.avro.schema, or -1 for each topic's latest) and, for the topic being pulled, its
    * latest schema and the output's (-1 when the output is not Avro). */
@@ -41,7 +42,7 @@ typedef struct {
   int32_t fixed_schema;
   int32_t reader_schema;
   int32_t output_schema;
-} kg_task_run_t;
+};
 
 /* The first line of TEXT into OUT (SIZE bytes). */
 static void first_line(char *out, size_t size, const char *text) {
@@ -53,7 +54,7 @@ static void first_line(char *out, size_t size, const char *text) {
  * what the ratio is taken of: the most records the task can read while it runs (so that a broken script fails
  * fast, and only when no later success could bring the ratio back under the bound), the records read at its
  * end. */
-static int check_budget(const kg_task_run_t *run, int64_t read, const char *where, char *errbuf) {
+int kg_task_check_budget(const kg_task_run_t *run, int64_t read, const char *where, char *errbuf) {
   const kg_config_t *c = run->task->spec.config;
   int64_t failed = run->failed_decode + run->failed_convert;
   if (c->skip_error_limit_set && c->skip_error_limit >= 0 && failed > c->skip_error_limit)
@@ -113,7 +114,7 @@ static int record_failed(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
     snprintf(t->result.first_error, sizeof t->result.first_error, "%s:%d offset %.0f: %s failed: %s", wu->topic,
              wu->partition, bad->offset, stage, line);
   }
-  if ((*logged)++ < 5)
+  if ((*logged)++ < run->log_limit)
     KG_WARN("%s record %s:%d at offset %.0f: %s failed: %s",
             c->decode_errors == KG_ERRORS_QUARANTINE ? "Quarantining" : "Skipping", wu->topic, wu->partition,
             bad->offset, stage, lerr);
@@ -123,7 +124,7 @@ static int record_failed(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
     run->failed_decode++;
   char where[256];
   snprintf(where, sizeof where, "%s:%d offset %.0f", wu->topic, wu->partition, bad->offset);
-  return check_budget(run, run->range_total, where, errbuf);
+  return kg_task_check_budget(run, run->range_total, where, errbuf);
 }
 
 static void stop_early(kg_unit_result_t *res, const kg_workunit_t *wu, int64_t next, const char *why) {
@@ -177,14 +178,14 @@ static bool deleted_under_reader(kg_task_run_t *run, const kg_workunit_t *wu, kg
   return true;
 }
 
-/* Reads the Avro framing of the first KEEP records of the batch: sets each one's datum and schemas, and takes
- * out those that cannot be decoded (each a failed record, under decode.error.policy and the budget). Returns the
- * records left, or a negative error that fails the task (the registry did not answer, the budget). */
-static int read_framing(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_t *res, int keep, int *logged,
-                        char *errbuf) {
+/* Reads the Avro framing of the KEEP records at RECORDS: sets each one's datum and schemas, and takes out those
+ * that cannot be decoded (each a failed record, under decode.error.policy and the budget). Returns the records
+ * left, or a negative error that fails the task (the registry did not answer, the budget). */
+static int read_framing(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_t *res, kg_record_t *records,
+                        int keep, int *logged, char *errbuf) {
   int good = 0;
   for (int i = 0; i < keep; i++) {
-    kg_record_t *r = &run->records[i];
+    kg_record_t *r = &records[i];
     char ferr[KG_ERRLEN];
     int rc = kg_avro_input_frame(run->avro, r->value_ptr, r->value_len, &r->schema, &r->datum_ptr, &r->datum_len, ferr);
     if (rc == KG_EREGISTRY)
@@ -196,15 +197,13 @@ static int read_framing(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_res
       continue;
     }
     r->reader_schema = run->reader_schema;
-    run->records[good++] = *r;
+    records[good++] = *r;
   }
   return good;
 }
 
-/* The schemas of TOPIC: its latest in the registry (when the job reads Avro) and the output's. KG_OK, or the
- * error that fails the task: the registry did not answer, or the output takes the topic's latest schema and
- * the registry has none. */
-static int topic_schemas(kg_task_run_t *run, const char *topic, char *errbuf) {
+int kg_task_begin_unit(kg_task_run_t *run, const kg_workunit_t *wu, char *errbuf) {
+  const char *topic = wu->topic;
   bool avro_out = run->task->spec.writer == &kg_writer_avro;
   run->reader_schema = -1;
   run->output_schema = avro_out ? run->fixed_schema : -1;
@@ -231,16 +230,16 @@ static int topic_schemas(kg_task_run_t *run, const char *topic, char *errbuf) {
   return KG_OK;
 }
 
-/* Runs the script over the KEEP records of the batch, in protected calls that resume after each failing record,
+/* Runs the script over the KEEP records at RECORDS, in protected calls that resume after each failing record,
  * with the watchdog's interrupt handshake. Returns KG_OK, or the error that fails the task: a write error, a
  * script the watchdog had to stop, or a record failure decode.error.policy or the budget does not allow. */
-static int process_batch(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_t *res, int keep, int *logged,
-                         char *errbuf) {
+static int process_batch(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_t *res, kg_record_t *records,
+                         int keep, int *logged, char *errbuf) {
   kg_task_t *t = run->task;
   const kg_config_t *c = t->spec.config;
   kg_sink_t sink = {kg_outputs_emit, run->outputs, kg_outputs_emit_datum};
   kg_batch_t batch = {
-      .records = run->records, .count = keep, .next = 0, .sink = &sink, .output_schema = run->output_schema, .time = -1};
+      .records = records, .count = keep, .next = 0, .sink = &sink, .output_schema = run->output_schema, .time = -1};
   while (batch.next < batch.count) {
     char lerr[KG_ERRLEN];
     kg_outputs_batch_begin(run->outputs);
@@ -258,16 +257,29 @@ static int process_batch(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
       return kg_fail(errbuf, KG_ELUA,
                      "the script ran for more than %lld ms on one batch of %s:%d (offsets %.0f to %.0f) and was "
                      "stopped (script.batch.timeout.ms)",
-                     (long long)c->batch_timeout_ms, wu->topic, wu->partition, run->records[0].offset,
-                     run->records[keep - 1].offset);
+                     (long long)c->batch_timeout_ms, wu->topic, wu->partition, records[0].offset,
+                     records[keep - 1].offset);
     if (rc == KG_OK) return KG_OK;
     if (batch.next == 0) /* before its first record (a schema it cannot compile): no record to blame */
       return kg_fail(errbuf, KG_ELUA, "the script failed on a batch of %s:%d before its first record: %s", wu->topic,
                      wu->partition, lerr);
-    rc = record_failed(run, wu, res, &run->records[batch.next - 1], NULL, lerr, logged, errbuf);
+    rc = record_failed(run, wu, res, &records[batch.next - 1], NULL, lerr, logged, errbuf);
     if (rc) return rc;
   }
   return KG_OK;
+}
+
+int kg_task_records(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_t *res, kg_record_t *records, int n,
+                    int *logged, char *errbuf) {
+  if (n <= 0) return KG_OK;
+  for (int i = 0; i < n; i++)
+    res->bytes += (int64_t)records[i].value_len;
+  res->records += n;
+  kg_metrics_add(&run->task->result.metrics, KG_M_RECORDS_READ, n);
+  res->last = kg_fingerprint_record(&records[n - 1]);
+  int good = run->avro ? read_framing(run, wu, res, records, n, logged, errbuf) : n;
+  if (good < 0) return good;
+  return good ? process_batch(run, wu, res, records, good, logged, errbuf) : KG_OK;
 }
 
 /* Pulls one work unit within ALLOW. Returns KG_OK (the unit is done, perhaps short of its high watermark after a
@@ -286,7 +298,7 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
           (long long)wu->high, (long long)(wu->high - wu->low));
   if (wu->high <= wu->low) goto finished;
 
-  int src = topic_schemas(run, wu->topic, errbuf);
+  int src = kg_task_begin_unit(run, wu, errbuf);
   if (src) return src;
   char ferr[KG_ERRLEN];
   if (kg_kafka_fetch_start(kafka, wu->topic, wu->partition, wu->low, ferr)) {
@@ -337,15 +349,8 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
     if (allow.records >= 0 && keep > allow.records - res->records) keep = (int)(allow.records - res->records);
     if (keep > 0) {
       last_progress = kg_mono_ms();
-      for (int i = 0; i < keep; i++)
-        res->bytes += (int64_t)records[i].value_len;
-      res->records += keep;
-      kg_metrics_add(&t->result.metrics, KG_M_RECORDS_READ, keep);
       next = (int64_t)records[keep - 1].offset + 1;
-      res->last = kg_fingerprint_record(&records[keep - 1]);
-      int good = run->avro ? read_framing(run, wu, res, keep, &logged_errors, errbuf) : keep;
-      if (good < 0) return good;
-      int rc = good ? process_batch(run, wu, res, good, &logged_errors, errbuf) : KG_OK;
+      int rc = kg_task_records(run, wu, res, records, keep, &logged_errors, errbuf);
       if (rc) return rc;
       atomic_store(&t->live.unit_records, res->records); /* progress counts records done, not only fetched */
       run->task_records += keep;
@@ -381,35 +386,64 @@ finished:
   return KG_OK;
 }
 
+int kg_task_open(kg_task_t *t, kg_task_run_t **out, char *errbuf) {
+  const kg_config_t *c = t->spec.config;
+  kg_task_run_t *run = kg_xcalloc(1, sizeof *run);
+  *out = run;
+  run->task = t;
+  run->log_limit = 5;
+  run->outputs = kg_outputs_new(&t->spec);
+  run->records = kg_xcalloc((size_t)c->batch_size, sizeof(kg_record_t));
+  run->schemas = kg_avro_schemas_new();
+  run->fixed_schema = run->reader_schema = run->output_schema = -1;
+  kg_avro_set_thread_schemas(run->schemas);
+  kg_limits_init(&run->limits, c, t->spec.units, t->spec.nunits, kg_mono_ms());
+  for (size_t i = 0; i < t->spec.nunits; i++)
+    run->range_total += t->spec.units[i]->high - t->spec.units[i]->low;
+  run->range_total = kg_limits_most(&run->limits, run->range_total);
+  int rc = kg_lua_new(c->job_is_lua ? c->job_file : NULL, &run->lua, errbuf);
+  atomic_store(&t->live.lua, (void *)run->lua);
+  if (!rc && c->avro_framing != KG_FRAMING_NONE) rc = kg_avro_input_new(c, run->schemas, &run->avro, errbuf);
+  if (!rc && c->avro_schema && t->spec.writer == &kg_writer_avro)
+    rc = kg_avro_schemas_add(run->schemas, c->avro_schema, c->avro_schema_len, &run->fixed_schema, errbuf);
+  return rc;
+}
+
+void kg_task_close(kg_task_run_t *run) {
+  if (!run) return;
+  kg_task_t *t = run->task;
+  kg_outputs_destroy(run->outputs);
+  free(run->records);
+  kg_kafka_destroy(run->kafka);
+  atomic_store(&t->live.lua, NULL);
+  kg_lua_destroy(run->lua);
+  if (run->avro) kg_metrics_add(&t->result.metrics, KG_M_REGISTRY_REQUESTS, (double)kg_avro_input_requests(run->avro));
+  kg_avro_input_destroy(run->avro);
+  kg_avro_set_thread_schemas(NULL);
+  kg_avro_schemas_destroy(run->schemas);
+  free(run);
+}
+
+kg_outputs_t *kg_task_outputs(kg_task_run_t *run) { return run->outputs; }
+
+void kg_task_log_failures(kg_task_run_t *run, int limit) { run->log_limit = limit; }
+
 void kg_task_run(kg_task_t *t) {
   int64_t start = kg_mono_ms();
   const kg_config_t *c = t->spec.config;
-  kg_task_run_t run = {.task = t};
   kg_log_set_task(t->spec.task_id);
   t->result.units = kg_xcalloc(t->spec.nunits ? t->spec.nunits : 1, sizeof(kg_unit_result_t));
   t->result.succeeded = false;
-  run.outputs = kg_outputs_new(&t->spec);
-  run.records = kg_xcalloc((size_t)c->batch_size, sizeof(kg_record_t));
   char *err = t->result.error;
-  run.schemas = kg_avro_schemas_new();
-  run.fixed_schema = run.reader_schema = run.output_schema = -1;
-  kg_avro_set_thread_schemas(run.schemas);
-  int rc = kg_lua_new(c->job_is_lua ? c->job_file : NULL, &run.lua, err);
-  atomic_store(&t->live.lua, (void *)run.lua);
-  if (!rc) rc = kg_kafka_new(c, &run.kafka, err);
-  if (!rc && c->avro_framing != KG_FRAMING_NONE) rc = kg_avro_input_new(c, run.schemas, &run.avro, err);
-  if (!rc && c->avro_schema && t->spec.writer == &kg_writer_avro)
-    rc = kg_avro_schemas_add(run.schemas, c->avro_schema, c->avro_schema_len, &run.fixed_schema, err);
+  kg_task_run_t *run = NULL;
+  int rc = kg_task_open(t, &run, err);
+  if (!rc) rc = kg_kafka_new(c, &run->kafka, err);
 
-  kg_limits_init(&run.limits, c, t->spec.units, t->spec.nunits, start);
-  for (size_t i = 0; i < t->spec.nunits; i++)
-    run.range_total += t->spec.units[i]->high - t->spec.units[i]->low;
-  run.range_total = kg_limits_most(&run.limits, run.range_total);
   const char *topic = NULL;
   int64_t extracted = 0;
   for (size_t i = 0; !rc && i < t->spec.nunits; i++) {
     kg_workunit_t *wu = t->spec.units[i];
-    kg_allowance_t allow = kg_limits_allow(&run.limits, wu);
+    kg_allowance_t allow = kg_limits_allow(&run->limits, wu);
     if (!topic || strcmp(topic, wu->topic)) {
       if (topic) KG_INFO("Finished pulling topic %s", topic);
       topic = wu->topic;
@@ -420,29 +454,29 @@ void kg_task_run(kg_task_t *t) {
     atomic_store(&t->live.unit_records, 0);
     atomic_store(&t->live.unit_started_ms, kg_mono_ms());
     int64_t written_before, written_after, bytes;
-    kg_outputs_written(run.outputs, &written_before, &bytes);
-    rc = pull_unit(&run, wu, allow, &t->result.units[i], err);
-    kg_outputs_written(run.outputs, &written_after, &bytes);
+    kg_outputs_written(run->outputs, &written_before, &bytes);
+    rc = pull_unit(run, wu, allow, &t->result.units[i], err);
+    kg_outputs_written(run->outputs, &written_after, &bytes);
     t->result.units[i].written = written_after - written_before;
     extracted += t->result.units[i].records;
-    kg_limits_used(&run.limits, t->result.units[i].records);
+    kg_limits_used(&run->limits, t->result.units[i].records);
   }
   atomic_store(&t->live.unit_started_ms, 0);
   /* The ratio over what was really read: less than the ranges when a limit, a fetch error or a stop ended
    * the task early. */
-  if (!rc) rc = check_budget(&run, extracted, "the end of the task", err);
+  if (!rc) rc = kg_task_check_budget(run, extracted, "the end of the task", err);
   if (!rc && topic) KG_INFO("Finished pulling topic %s", topic);
   kg_log_set_partition(NULL, -1);
   kg_metrics_add(&t->result.metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
   /* Counted per batch, so a task that read nothing would lack the counter: report it as 0 like the others. */
   kg_metrics_add(&t->result.metrics, KG_M_RECORDS_READ, 0);
   int64_t records_written, bytes_written;
-  kg_outputs_written(run.outputs, &records_written, &bytes_written);
+  kg_outputs_written(run->outputs, &records_written, &bytes_written);
   kg_metrics_add(&t->result.metrics, KG_M_RECORDS_WRITTEN, (double)records_written);
   kg_metrics_add(&t->result.metrics, KG_M_BYTES_WRITTEN, (double)bytes_written);
-  if (run.lua) {
+  if (run->lua) {
     char cerr[KG_ERRLEN];
-    if (kg_lua_collect(run.lua, &t->result.metrics, cerr)) KG_WARN("cannot collect the script's metrics: %s", cerr);
+    if (kg_lua_collect(run->lua, &t->result.metrics, cerr)) KG_WARN("cannot collect the script's metrics: %s", cerr);
   }
   if (!rc) {
     KG_INFO("Extracted %lld data records", (long long)extracted);
@@ -453,17 +487,9 @@ void kg_task_run(kg_task_t *t) {
   }
 
   /* Close the staging files and move them to task output; on failure remove them. */
-  int out_rc = kg_outputs_finish(run.outputs, rc == KG_OK, &t->result, rc ? NULL : err);
+  int out_rc = kg_outputs_finish(run->outputs, rc == KG_OK, &t->result, rc ? NULL : err);
   if (!rc) rc = out_rc;
-  kg_outputs_destroy(run.outputs);
-  free(run.records);
-  kg_kafka_destroy(run.kafka);
-  atomic_store(&t->live.lua, NULL);
-  kg_lua_destroy(run.lua);
-  if (run.avro) kg_metrics_add(&t->result.metrics, KG_M_REGISTRY_REQUESTS, (double)kg_avro_input_requests(run.avro));
-  kg_avro_input_destroy(run.avro);
-  kg_avro_set_thread_schemas(NULL);
-  kg_avro_schemas_destroy(run.schemas);
+  kg_task_close(run);
   t->result.elapsed_ms = kg_mono_ms() - start;
   t->result.succeeded = rc == KG_OK;
   t->result.rc = rc;

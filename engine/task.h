@@ -94,4 +94,35 @@ typedef struct {
 void kg_task_run(kg_task_t *task);
 void kg_task_clear(kg_task_t *task);
 
+/* The record path of a task, apart from its Kafka consumer: its Lua state, its outputs, the Avro schemas and
+ * the reader of framed payloads, and the error budget. kg_task_run drives it with the batches its consumer
+ * fetches; `kingest test` (tryout.c) with records read from stdin. */
+typedef struct kg_task_run kg_task_run_t;
+typedef struct kg_outputs kg_outputs_t;
+
+/* Opens the record path of TASK as its spec says: the Lua state (the job file runs), the outputs (nothing is
+ * written before the first record), the Avro reader and output schema, the extract limits and the budget's
+ * range (the sum of the units' ranges). The Avro schemas are this thread's until kg_task_close. *OUT is set also
+ * on failure (a script that cannot be loaded, a registry URL refused), for kg_task_close. */
+int kg_task_open(kg_task_t *task, kg_task_run_t **out, char *errbuf);
+/* Frees what kg_task_open made; the outputs still open are removed (kg_outputs_finish keeps them). NULL is a
+ * no-op. */
+void kg_task_close(kg_task_run_t *run);
+/* Work unit WU begins: its topic's schemas (the latest in the registry, when the job reads Avro) and output.
+ * KG_OK, or the error that fails the task. */
+int kg_task_begin_unit(kg_task_run_t *run, const kg_workunit_t *wu, char *errbuf);
+/* Hands the N record views at RECORDS (of WU, in offset order, inside its range) to the job: Avro framing,
+ * decodeRecord, the converters and the writer, counted in RES and the task's metrics. A record that fails
+ * follows decode.error.policy and the budget; LOGGED counts the failures logged for the partition. Returns
+ * KG_OK, or the error that fails the task (KG_EBUDGET over the error budget). */
+int kg_task_records(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_t *res, kg_record_t *records, int n,
+                    int *logged, char *errbuf);
+/* Whether the records that failed so far are over the error budget when the task has read READ records (at its
+ * end: what it read); KG_EBUDGET naming WHERE the last failure was, else KG_OK. */
+int kg_task_check_budget(const kg_task_run_t *run, int64_t read, const char *where, char *errbuf);
+/* The task's outputs (output.h). */
+kg_outputs_t *kg_task_outputs(kg_task_run_t *run);
+/* How many failed records of a partition are logged with their error (5 unless set). */
+void kg_task_log_failures(kg_task_run_t *run, int limit);
+
 #endif

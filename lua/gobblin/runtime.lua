@@ -55,6 +55,7 @@ local function nearest(name, candidates)
   end
   return best
 end
+M.nearest = nearest
 
 local HOOK_LIST = "decodeRecord, converters, estimateSize, source and partition"
 
@@ -190,6 +191,46 @@ function M.converters(job)
       error("converters must be an array of functions; it has a key " .. tostring(k), 0)
     end
   end
+  return out
+end
+
+-- Where function F is defined: "file:line"; for a function a library function made (a converter of
+-- gobblin.converter), that function's name, as "gobblin.converter.bytes_to_json()".
+local function defined_at(f)
+  local info = debug.getinfo(f, "S")
+  for name, mod in pairs(package.loaded) do
+    if type(name) == "string" and name:match("^gobblin") and type(mod) == "table" then
+      for key, g in pairs(mod) do
+        local gi = type(g) == "function" and debug.getinfo(g, "S")
+        if gi and gi.source == info.source and info.linedefined > gi.linedefined and
+          info.lastlinedefined <= gi.lastlinedefined then
+          return name .. "." .. tostring(key) .. "()"
+        end
+      end
+    end
+  end
+  local src = info.source:sub(1, 1) == "@" and info.source:sub(2) or info.short_src
+  return (src:match("/(gobblin/.*)$") or src) .. ":" .. tostring(info.linedefined)
+end
+
+-- The job's code as `kingest validate` shows it: a list of {name, what}, one per hook (decoding, the converter
+-- chain, estimateSize, partition), each function with where it is defined. JOB is a table load_job returned,
+-- or {} for a properties job.
+function M.describe(job)
+  local out = {}
+  if job.decodeRecord ~= nil then
+    out[#out + 1] = { "decodeRecord", defined_at(job.decodeRecord) }
+  elseif job.source ~= nil then
+    out[#out + 1] = { "source", job.source .. " (decodeRecord: " .. defined_at(M.decoder(job)) .. ")" }
+  else
+    out[#out + 1] = { "decodeRecord", "none: KafkaSimpleSource, the record as it is" }
+  end
+  local chain = M.converters(job)
+  local where = {}
+  for i, f in ipairs(chain) do where[i] = defined_at(f) end
+  out[#out + 1] = { "converters", #chain == 0 and "none" or (#chain .. ": " .. table.concat(where, ", ")) }
+  if job.estimateSize ~= nil then out[#out + 1] = { "estimateSize", defined_at(job.estimateSize) } end
+  if job.partition ~= nil then out[#out + 1] = { "partition", defined_at(job.partition) } end
   return out
 end
 

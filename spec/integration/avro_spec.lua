@@ -396,3 +396,48 @@ describe("the Avro examples", function()
     assert.matches("field 'at': expected long", quarantined[1].error, 1, true)
   end)
 end)
+
+describe("kingest test of a job that reads Avro", function()
+  it("decodes framed payloads with the registry's schemas and resolves them to the topic's latest", function()
+    local topic = H.unique("avro_tryout")
+    local id1 = avro_produce({ "register", "confluent", confluent_api(), topic, schema_file(V1) })
+    avro_produce({ "register", "confluent", confluent_api(), topic, schema_file(V2) })
+    -- Confluent's framing of EVENTS encoded with V1 (fastavro), each as a 4-byte length and its bytes, then one
+    -- payload whose first byte is not the magic byte.
+    local lines = {}
+    for i, e in ipairs(events(3)) do lines[i] = cjson.encode(e) end
+    local input, json = H.tmp .. "/" .. H.unique("tryout_in"), H.tmp .. "/" .. H.unique("tryout_json")
+    H.spit(json, table.concat(lines, "\n") .. "\n")
+    local code, _, err = H.sh("python3 -c " .. H.q([[
+import io, json, struct, sys, fastavro
+schema = fastavro.parse_schema(json.loads(open(sys.argv[1]).read()))
+out = sys.stdout.buffer
+for line in sys.stdin:
+    datum = io.BytesIO()
+    fastavro.schemaless_writer(datum, schema, json.loads(line))
+    payload = b"\0" + struct.pack(">I", int(sys.argv[2])) + datum.getvalue()
+    out.write(struct.pack(">I", len(payload)) + payload)
+out.write(struct.pack(">I", 6) + b"\7abcde")
+]]) .. " " .. H.q(schema_file(V1)) .. " " .. id1 .. " >" .. H.q(input) .. " <" .. H.q(json))
+    assert.are.equal(0, code, err)
+    local dir = H.workdir("avro_tryout")
+    local path = H.job({ dir = dir, topics = topic, props = confluent_props({
+      ["kafka.brokers"] = "192.0.2.1:9092", ["writer.output.format"] = "avro", ["decode.error.max.ratio"] = 0.5 }) })
+    local out
+    code, out, err = H.sh("env GOBBLIN_WORK_DIR=" .. H.q(dir .. "/work") .. " " .. H.q(H.bin) .. " test " ..
+      H.q(path) .. " --format length-prefixed <" .. H.q(input))
+    assert.are.equal(1, code, err)
+    local got = {}
+    for line in out:gmatch("[^\n]+") do got[#got + 1] = cjson.decode(line) end
+    local want = events(3)
+    for _, e in ipairs(want) do
+      e.country, e.score = "unknown", cjson.null
+    end
+    assert.same(want, got)
+    assert.truthy(err:find("WARN Skipping record " .. topic .. ":0 at offset 3: Avro decoding failed: the payload " ..
+      "starts with byte 7, not the magic byte 0", 1, true), err)
+    assert.matches("kingest test: 4 records read: 3 written %(3 outputs%), 0 dropped, 1 skipped, 0 quarantined, " ..
+      "0 failed, 0 not processed\n$", err)
+    assert.same({}, H.files(dir .. "/work"))
+  end)
+end)

@@ -50,7 +50,8 @@ describe("README.md", function()
   end)
 
   it("documents every command of the CLI", function()
-    for _, cmd in ipairs({ "kingest run", "kingest state show", "kingest properties", "kingest --version" }) do
+    for _, cmd in ipairs({ "kingest run", "kingest state show", "kingest properties", "kingest validate",
+                           "kingest test", "kingest --version" }) do
       assert.truthy(readme:find(cmd, 1, true), cmd)
     end
   end)

@@ -150,4 +150,19 @@ function M.format_timestamp(opts)
   end
 end
 
+-- A name the module lacks is a job that cannot work (converter.bytes_to_jsn() would fail as "attempt to call a
+-- nil value"): the error names it, the closest converter, and the converters there are, at the job's line.
+setmetatable(M, {
+  __index = function(_, name)
+    local names = {}
+    for k, v in pairs(M) do
+      if type(v) == "function" and k ~= "bytes_of" then names[#names + 1] = k end
+    end
+    table.sort(names)
+    local near = type(name) == "string" and require("gobblin.runtime").nearest(name, names)
+    error(string.format("gobblin.converter has no converter %s (it has %s)%s", tostring(name),
+      table.concat(names, ", "), near and ("; did you mean " .. near .. "?") or ""), 2)
+  end,
+})
+
 return M
