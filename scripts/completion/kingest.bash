@@ -8,8 +8,8 @@ _kingest_options() {
     case $1 in
     run) echo "-w --work-dir -l --log-level --log-file --log-format --strict -h --help" ;;
     plan) echo "-j --json -w --work-dir -l --log-level --log-file --log-format --strict -h --help" ;;
-    validate) echo "-w --work-dir --strict -h --help" ;;
-    test) echo "--topic --format -w --work-dir -h --help" ;;
+    validate) echo "-w --work-dir --strict $log -h --help" ;;
+    test) echo "-t --topic -p --partition -f --format -k --key-separator --timestamp -w --work-dir --strict $log -h --help" ;;
     run-task) echo "-w --work-dir -l --log-level --log-file --log-format -h --help" ;;
     properties) echo "--markdown -h --help" ;;
     state) echo "-h --help" ;;
@@ -23,7 +23,7 @@ _kingest_options() {
 _kingest_takes_value() {
     case $1 in
     -w | --work-dir | -l | --log-level | --log-file | --log-format | -s | --state-store-dir | -n | --limit | \
-        --topic | --format) return 0 ;;
+        -t | --topic | -p | --partition | -f | --format | -k | --key-separator | --timestamp) return 0 ;;
     esac
     return 1
 }
@@ -49,7 +49,7 @@ _kingest_values() {
     case $opt in
     -l | --log-level) COMPREPLY+=($(compgen -W "debug info warn error" -- "$cur")) ;;
     --log-format) COMPREPLY+=($(compgen -W "text json" -- "$cur")) ;;
-    --format) COMPREPLY+=($(compgen -W "lines length-prefixed" -- "$cur")) ;;
+    -f | --format) COMPREPLY+=($(compgen -W "lines length-prefixed" -- "$cur")) ;;
     -w | --work-dir | -s | --state-store-dir)
         compopt -o filenames 2>/dev/null
         COMPREPLY+=($(compgen -d -- "$cur"))
