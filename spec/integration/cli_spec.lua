@@ -101,7 +101,7 @@ describe("the kingest command line", function()
       local commands = {
         { "run", "job.pull" }, { "plan", "job.pull" }, { "run-task", "job.pull" }, { "state", "show", "job.pull" },
         { "state", "history", "job.pull" }, { "state", "set-offset", "job.pull", "t:0", "1" },
-        { "state", "reset", "job.pull" }, { "properties" },
+        { "state", "reset", "job.pull" }, { "properties" }, { "validate", "job.pull" }, { "test", "job.pull" },
       }
       for _, cmd in ipairs(commands) do
         for _, opt in ipairs({ "--frobnicate", "-Z", "--yes", "--markdown", "--limit=3", "--json", "--dry-run" }) do
@@ -112,7 +112,12 @@ describe("the kingest command line", function()
             (opt == "--json" and (cmd[1] == "plan" or cmd[2] == "show" or cmd[2] == "history")) or
             (opt == "--dry-run" and (cmd[2] == "set-offset" or cmd[2] == "reset"))
           if not takes then
-            is_a_usage_error("kingest: unknown option " .. opt:match("^[^=]*"), unpack(args))
+            -- validate and test exit with sysexits' EX_USAGE, the others with 2.
+            local want = (cmd[1] == "validate" or cmd[1] == "test") and 64 or 2
+            local code, out, err = kingest(unpack(args))
+            assert.are.equal(want, code, table.concat(args, " ") .. ": " .. err)
+            assert.are.equal("", out)
+            assert.are.equal("kingest: unknown option " .. opt:match("^[^=]*"), H.lines(err)[1])
           end
         end
       end
