@@ -1134,11 +1134,19 @@ int main(int argc, char **argv) {
     fputs(usage_version, help ? stdout : stderr);
     return help ? 0 : 2;
   }
+  if ((!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) && argc > 2) {
+    fprintf(stderr, "kingest: %s takes no arguments\n%s", cmd, usage_version);
+    return 2;
+  }
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     printf("kingest %s\n", KINGEST_VERSION);
     return 0;
   }
   if (!strcmp(cmd, "help")) {
+    if (argc > 3) {
+      fprintf(stderr, "kingest: help takes one command at most\n%s", usage_main);
+      return 2;
+    }
     const char *topic = argc > 2 ? argv[2] : "help";
     const char *usage = !strcmp(topic, "run")                                 ? usage_run
                         : !strcmp(topic, "plan")                              ? usage_plan

@@ -123,6 +123,14 @@ describe("the kingest command line", function()
       end
     end)
 
+    it("for arguments that help and version do not take", function()
+      is_a_usage_error("kingest: help takes one command at most", "help", "run", "extra")
+      is_a_usage_error("kingest: --version takes no arguments", "--version", "--foo")
+      is_a_usage_error("kingest: -V takes no arguments", "-V", "x")
+      is_a_usage_error("kingest: version takes no arguments", "version", "x")
+      is_a_usage_error("kingest: unknown command --foo", "help", "--foo")
+    end)
+
     it("for a misspelled option, with the one meant", function()
       is_a_usage_error("kingest: unknown option --work-dri; did you mean --work-dir?", "run", "job.pull", "--work-dri=x")
       is_a_usage_error("kingest: unknown option --dryrun; did you mean --dry-run?", "state", "reset", "j", "--dryrun")
