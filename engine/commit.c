@@ -1,6 +1,7 @@
 /* commit.c: publishing and storing offsets, exactly once (commit.h). */
 #include "commit.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ static char *upload_path(const char *dst) {
 
 /* Publishes one file: a rename on one file system, or an upload under upload_path and a rename across two. */
 static int publish_one(const kg_publish_t *p, const kg_move_t *m, char *errbuf) {
+  if (kg_fault("move")) return kg_fail(errbuf, KG_EIO, "cannot move %s to %s: %s", m->src, m->dst, strerror(EIO));
   if (!kg_publish_crosses(p)) return kg_fs_move(p->src, m->src, m->dst, errbuf);
   char *tmp = upload_path(m->dst);
   char *dir = kg_xstrndup(m->dst, (size_t)(strrchr(m->dst, '/') - m->dst));
@@ -79,7 +81,9 @@ static void *publish_worker(void *arg) {
     size_t i = run->failed ? run->nmoves : run->next++;
     pthread_mutex_unlock(&run->mutex);
     if (i >= run->nmoves) break;
+    kg_fault_scope("publish"); /* KINGEST_FAULT's publish.move and publish.dirsync */
     int rc = publish_one(run->p, &run->moves[i], err);
+    kg_fault_scope(NULL);
     run->status[i] = rc ? MOVE_FAILED : MOVE_DONE;
     if (!rc) {
       kg_crash_point("publish");
