@@ -151,7 +151,9 @@ int kg_commit_recover(kg_state_t *state, const kg_publish_t *p, char *errbuf) {
     }
     if (rc) break;
     if (src) {
+      kg_fault_scope("recover"); /* KINGEST_FAULT's recover.move and recover.dirsync */
       rc = publish_one(p, &moves[i], errbuf);
+      kg_fault_scope(NULL);
       kg_crash_point("recover");
     } else {
       rc = kg_fail(errbuf, KG_EIO, "cannot finish the commit of %s: neither %s nor %s exists", job_id, moves[i].src,

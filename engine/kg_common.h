@@ -73,8 +73,9 @@ void kg_crash_point(const char *name);
 /* Failure injection for tests (KINGEST_FAULT=<point>[:<n>][,<point>[:<n>]...]): true at the n-th time (default
  * the first) the calling code passes POINT, which then fails as the real call would. Off when unset. Points:
  * publish.move and publish.dirsync (a move of the commit's publish step, a folder sync within one: counted in
- * the publish step only, see kg_fault_scope), state.<step>.busy and state.<step>.full for the commit journal's
- * steps journal, finish and abort (state.c). */
+ * the publish step only, see kg_fault_scope), recover.move and recover.dirsync (the same in the moves that finish
+ * an interrupted commit), state.<step>.busy and state.<step>.full for the commit journal's steps journal, finish
+ * (also when finishing an interrupted commit) and abort (state.c). */
 bool kg_fault(const char *point);
 /* Names the scope of the calling thread's next faults: kg_fault("dirsync") in scope "publish" is the point
  * publish.dirsync; NULL ends the scope. */

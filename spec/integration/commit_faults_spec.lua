@@ -136,3 +136,47 @@ describe("a state write of the commit journal that fails", function()
     end)
   end
 end)
+
+describe("finishing an interrupted commit", function()
+  -- A commit left journaled with its three files in task output (a move failed and the journal could not be
+  -- dropped), then the next run's recovery meets a fault of its own.
+  local function interrupted(label)
+    local c = scenario(label)
+    fails(c, "publish.move:2,state.abort.full", { "cannot move" })
+    assert.same({ 3, 1 }, journal(c))
+    return c
+  end
+
+  it("when a move fails (the second of three), fails the run and keeps the journal; the run after finishes it, every record once", function()
+    local c = interrupted("recover_move")
+    local _, err = fails(c, "recover.move:2", { "cannot move", c.output .. "/part.task_", "Input/output error" })
+    assert.truthy(err:find("Finishing the interrupted commit of job_" .. JOB .. "_%d+ %(3 files%)"), err)
+    assert.falsy(err:find("Pulling", 1, true), err)
+    -- One file published, the offsets not applied, the journal kept.
+    assert.are.equal(2, #H.files(c.output))
+    assert.same({ [c.topic .. ":0"] = 3 }, H.stored_offsets(c.work, JOB))
+    assert.same({ 3, 1 }, journal(c))
+    assert_rerun(c, 0)
+  end)
+
+  it("when a folder sync fails, fails the run and keeps the journal; the run after finishes it, every record once", function()
+    local c = interrupted("recover_dirsync")
+    fails(c, "recover.dirsync:3", { "cannot sync folder " .. c.output, "Input/output error" })
+    assert.same({ [c.topic .. ":0"] = 3 }, H.stored_offsets(c.work, JOB))
+    assert.same({ 3, 1 }, journal(c))
+    assert_rerun(c, 0)
+  end)
+
+  for _, kind in ipairs({ "busy", "full" }) do
+    local reason = kind == "busy" and "database is locked" or "database or disk is full"
+    it("when applying the offsets fails (" .. kind .. "), fails the run with the files published and the journal kept; the run after finishes it", function()
+      local c = interrupted("recover_finish_" .. kind)
+      fails(c, "state.finish." .. kind, { "state store " .. c.db, reason })
+      assert.same(c.all, H.output_lines(c.output))
+      assert.same({ [c.topic .. ":0"] = 3 }, H.stored_offsets(c.work, JOB))
+      assert.same({ 3, 1 }, journal(c))
+      assert_rerun(c, 0)
+    end)
+  end
+end)
+
