@@ -1,6 +1,7 @@
 /* commit.c: publishing and storing offsets, exactly once (commit.h). */
 #include "commit.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ static char *upload_path(const char *dst) {
 
 /* Publishes one file: a rename on one file system, or an upload under upload_path and a rename across two. */
 static int publish_one(const kg_publish_t *p, const kg_move_t *m, char *errbuf) {
+  if (kg_fault("move")) return kg_fail(errbuf, KG_EIO, "cannot move %s to %s: %s", m->src, m->dst, strerror(EIO));
   if (!kg_publish_crosses(p)) return kg_fs_move(p->src, m->src, m->dst, errbuf);
   char *tmp = upload_path(m->dst);
   char *dir = kg_xstrndup(m->dst, (size_t)(strrchr(m->dst, '/') - m->dst));
@@ -79,7 +81,9 @@ static void *publish_worker(void *arg) {
     size_t i = run->failed ? run->nmoves : run->next++;
     pthread_mutex_unlock(&run->mutex);
     if (i >= run->nmoves) break;
+    kg_fault_scope("publish"); /* KINGEST_FAULT's publish.move and publish.dirsync */
     int rc = publish_one(run->p, &run->moves[i], err);
+    kg_fault_scope(NULL);
     run->status[i] = rc ? MOVE_FAILED : MOVE_DONE;
     if (!rc) {
       kg_crash_point("publish");
@@ -136,15 +140,29 @@ int kg_commit_recover(kg_state_t *state, const kg_publish_t *p, char *errbuf) {
       continue;
     }
     if (rc) break;
+    if (src && !kg_publish_crosses(p) && !(rc = kg_fs_exists(p->src, moves[i].dst, &dst, errbuf)) && dst) {
+      /* Both names: the power went after the rename was made durable in the final folder and before it was in
+       * the task output's (each folder is synced on its own). The final name is this move's (no other file has
+       * it): the published file is whole, and the task output's name is a leftover. */
+      KG_WARN("%s is published and still in task output as %s: removing the task output's name", moves[i].dst,
+              moves[i].src);
+      rc = kg_fs_remove_tree(p->src, moves[i].src, errbuf);
+      continue;
+    }
+    if (rc) break;
     if (src) {
+      kg_fault_scope("recover"); /* KINGEST_FAULT's recover.move and recover.dirsync */
       rc = publish_one(p, &moves[i], errbuf);
+      kg_fault_scope(NULL);
       kg_crash_point("recover");
     } else {
       rc = kg_fail(errbuf, KG_EIO, "cannot finish the commit of %s: neither %s nor %s exists", job_id, moves[i].src,
                    moves[i].dst);
     }
   }
+  if (!rc) kg_fs_powercut_point("state.recover.before");
   if (!rc) rc = kg_state_commit_finish(state, job_id, errbuf);
+  if (!rc) kg_fs_powercut_point("state.recover.after");
   if (!rc) KG_INFO("Finished the interrupted commit of %s", job_id);
   free(job_id);
   kg_state_free_moves(moves, nmoves);
@@ -210,8 +228,10 @@ int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, co
       if (r->records == 0) ps->last.set = false;
     }
   }
+  kg_fs_powercut_point("state.journal.before");
   int rc = kg_state_commit_begin(state, job_id, moves, nmoves, parts, nparts, errbuf);
   bool journaled = rc == KG_OK;
+  if (journaled) kg_fs_powercut_point("state.journal.after");
   if (journaled) kg_crash_point("journaled");
   move_status_t *status = kg_xcalloc(nmoves ? nmoves : 1, sizeof *status);
   if (!rc && nmoves) rc = publish_all(pub, moves, nmoves, status, errbuf);
@@ -251,10 +271,13 @@ int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, co
       }
     }
     if (taken) KG_WARN("Took back the %zu files the failed commit of %s had published", taken, job_id);
+    if (undone) kg_fs_powercut_point("state.abort.before");
     if (undone && kg_state_commit_abort(state, job_id, undo_err)) KG_ERROR("%s", undo_err);
   }
   if (!rc) kg_crash_point("finish");
+  if (!rc) kg_fs_powercut_point("state.finish.before");
   if (!rc) rc = kg_state_commit_finish(state, job_id, errbuf);
+  if (!rc) kg_fs_powercut_point("state.finish.after");
   if (!rc) {
     KG_INFO("Published %zu files to %s%s and committed the offsets of %zu partitions", nmoves, final_dir,
             kg_publish_crosses(pub) ? " (uploaded)" : "", nparts);

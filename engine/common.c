@@ -340,6 +340,51 @@ void kg_crash_point(const char *name) {
   }
 }
 
+/* KINGEST_FAULT: up to 16 points, each with the hit that fails and a count of hits so far. */
+enum { FAULT_MAX = 16 };
+static struct {
+  char point[64];
+  long hit;
+  atomic_long count;
+} faults[FAULT_MAX];
+static size_t nfaults;
+static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+static _Thread_local const char *fault_scope;
+
+static void fault_init(void) {
+  const char *spec = getenv("KINGEST_FAULT");
+  if (!spec || !*spec) return;
+  char *copy = kg_xstrdup(spec), *save = NULL;
+  for (char *item = strtok_r(copy, ",", &save); item && nfaults < FAULT_MAX; item = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(item, ':');
+    long hit = 1;
+    if (colon) {
+      *colon = '\0';
+      hit = strtol(colon + 1, NULL, 10);
+      if (hit < 1) hit = 1;
+    }
+    snprintf(faults[nfaults].point, sizeof faults[nfaults].point, "%s", item);
+    faults[nfaults++].hit = hit;
+  }
+  free(copy);
+}
+
+void kg_fault_scope(const char *scope) { fault_scope = scope; }
+
+bool kg_fault(const char *point) {
+  pthread_once(&fault_once, fault_init);
+  if (!nfaults) return false;
+  char name[64];
+  snprintf(name, sizeof name, "%s%s%s", fault_scope ? fault_scope : "", fault_scope ? "." : "", point);
+  for (size_t i = 0; i < nfaults; i++) {
+    if (strcmp(faults[i].point, name)) continue;
+    if (atomic_fetch_add(&faults[i].count, 1) + 1 != faults[i].hit) return false;
+    fprintf(stderr, "kingest: KINGEST_FAULT=%s:%ld: failing here\n", name, faults[i].hit);
+    return true;
+  }
+  return false;
+}
+
 static volatile sig_atomic_t stop_signal;
 
 /* Async-signal-safe: the first signal is noted (the run polls it); a second one takes the default action, which

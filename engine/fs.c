@@ -22,8 +22,13 @@ int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbu
   const char *colon = strchr(uri, ':');
   size_t n = colon ? (size_t)(colon - uri) : 0;
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
-    if (n == strlen(backends[i].scheme) && !strncmp(uri, backends[i].scheme, n))
+    if (n == strlen(backends[i].scheme) && !strncmp(uri, backends[i].scheme, n)) {
+      if (backends[i].open == kg_fs_local_open && kg_fs_crashsim()) { /* KINGEST_POWERCUT: a test's power loss */
+        *out = kg_fs_crashsim();
+        return KG_OK;
+      }
       return backends[i].open(uri, out, errbuf);
+    }
   if (n == 4 && !strncmp(uri, "hdfs", 4))
     return kg_fail(errbuf, KG_EINVAL,
                    "property %s=%s: kingest reaches HDFS through WebHDFS, not the NameNode's RPC port: use "

@@ -45,7 +45,8 @@ struct kg_fs_stream {
  * KG_EIO with a sentence naming the path and the reason in ERRBUF (which may be NULL). */
 struct kg_fs {
   const char *scheme; /* the URI scheme it serves, "file" */
-  /* mkdir -p. The local backend also leaves errno set on failure. */
+  /* mkdir -p; a folder made is durable (the local backend syncs the folder it was made in, and a sync that fails
+   * fails the call). The local backend also leaves errno set on failure. */
   int (*mkdirs)(kg_fs_t *fs, const char *path, char *errbuf);
   /* Opens PATH (whose folder exists) for writing as MODE says; *OUT is owned by the caller, who ends it
    * with its close or abort. On failure the reason alone goes to ERRBUF, as for streams. */
@@ -95,6 +96,12 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf);
 /* Fault injection for tests (as SQLite's xSetSystemCall): the local backend calls FSYNC instead of fsync(2)
  * from now on; NULL puts fsync(2) back. Not thread-safe: set it while nothing else uses the file system. */
 void kg_fs_local_set_fsync(int (*fsync_fn)(int fd));
+
+/* The simulated power loss of fs_crashsim.c, for tests: the wrapper of the local backend when KINGEST_POWERCUT
+ * is set (kg_fs_open then hands it out for file:///), else NULL. kg_fs_powercut_point counts WHAT (a point of the
+ * commit around its state writes) as an operation where the power may go; a no-op without KINGEST_POWERCUT. */
+kg_fs_t *kg_fs_crashsim(void);
+void kg_fs_powercut_point(const char *what);
 
 /* The calls the engine makes; each is the backend's function (see above). */
 static inline int kg_fs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) { return fs->mkdirs(fs, path, errbuf); }

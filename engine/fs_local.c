@@ -76,6 +76,10 @@ static void stream_abort(kg_fs_stream_t *stream) {
 
 static const kg_fs_stream_ops_t stream_ops = {stream_write, stream_truncate, stream_sync, stream_close, stream_abort};
 
+static int sync_dir(const char *path);
+
+/* mkdir -p; each folder made is made durable by a sync of the folder it was made in (a file renamed into a new
+ * folder is only as durable as the folder), and a sync that fails fails the call. */
 static int local_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
   char *p = kg_xstrdup(path);
   size_t n = strlen(p);
@@ -83,12 +87,27 @@ static int local_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
     if (p[i] != '/' && p[i] != '\0') continue;
     char saved = p[i];
     p[i] = '\0';
-    if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+    bool made = mkdir(p, 0755) == 0;
+    if (!made && errno != EEXIST) {
       int e = errno;
       kg_fail(errbuf, KG_EIO, "cannot create folder %s: %s", p, strerror(e));
       free(p);
       errno = e;
       return KG_EIO;
+    }
+    if (made) {
+      char *slash = strrchr(p, '/');
+      char *parent = slash == p ? kg_xstrdup("/") : kg_xstrndup(p, (size_t)(slash - p));
+      errno = 0;
+      int failed = sync_dir(parent);
+      int e = errno ? errno : EIO;
+      if (failed) kg_fail(errbuf, KG_EIO, "cannot sync folder %s after creating %s: %s", parent, p, strerror(e));
+      free(parent);
+      if (failed) {
+        free(p);
+        errno = e;
+        return KG_EIO;
+      }
     }
     p[i] = saved;
   }
@@ -120,6 +139,10 @@ static int local_create(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_
 
 /* fsync of folder PATH, through local_fsync. */
 static int sync_dir(const char *path) {
+  if (kg_fault("dirsync")) { /* KINGEST_FAULT=publish.dirsync:<n> */
+    errno = EIO;
+    return -1;
+  }
   int fd = open(path, O_RDONLY | O_DIRECTORY);
   if (fd < 0) return -1;
   int rc = local_fsync(fd);

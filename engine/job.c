@@ -211,8 +211,9 @@ static void report(kg_job_t *job, kg_state_t *state, bool recorded, int rc, kg_o
   char *pending = NULL;
   kg_move_t *moves = NULL;
   size_t nmoves = 0;
-  bool keep = state && !kg_state_pending(state, &pending, &moves, &nmoves, err) && pending &&
-              !strcmp(pending, job->job_id);
+  /* A journal that cannot be read may hold this run's commit: the task data stays then too. */
+  int pending_rc = state ? kg_state_pending(state, &pending, &moves, &nmoves, err) : KG_OK;
+  bool keep = state && (pending_rc || (pending && !strcmp(pending, job->job_id)));
   free(pending);
   kg_state_free_moves(moves, nmoves);
   if (keep)

@@ -70,6 +70,17 @@ int kg_fail(char *errbuf, int err, const char *fmt, ...) __attribute__((format(p
  * otherwise. Points: fetch, write, task-output, journaled, publish, finish, recover. */
 void kg_crash_point(const char *name);
 
+/* Failure injection for tests (KINGEST_FAULT=<point>[:<n>][,<point>[:<n>]...]): true at the n-th time (default
+ * the first) the calling code passes POINT, which then fails as the real call would. Off when unset. Points:
+ * publish.move and publish.dirsync (a move of the commit's publish step, a folder sync within one: counted in
+ * the publish step only, see kg_fault_scope), recover.move and recover.dirsync (the same in the moves that finish
+ * an interrupted commit), state.<step>.busy and state.<step>.full for the commit journal's steps journal, finish
+ * (also when finishing an interrupted commit) and abort (state.c). */
+bool kg_fault(const char *point);
+/* Names the scope of the calling thread's next faults: kg_fault("dirsync") in scope "publish" is the point
+ * publish.dirsync; NULL ends the scope. */
+void kg_fault_scope(const char *scope);
+
 /* A graceful stop: the first SIGTERM or SIGINT asks the run to stop (tasks stop fetching, what was completely
  * written is committed); a second one ends the process at once. kg_stop_signal is the first signal, 0 when none
  * came. Installs the handlers; call once, before any thread starts. */

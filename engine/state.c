@@ -255,8 +255,68 @@ static int exec1(kg_state_t *s, const char *sql, const char *param, char *errbuf
   return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot write");
 }
 
+/* Failure injection (KINGEST_FAULT, kg_fault) at STEP of the commit journal: state.<step>.busy makes the step meet
+ * a real SQLITE_BUSY (a second connection holds the write lock and the step waits 100 ms for it, not 10 s);
+ * state.<step>.full fails the step as SQLite fails a write to a full disk. *BLOCKER is what fault_after
+ * releases. */
+static int fault_before(kg_state_t *s, const char *step, sqlite3 **blocker, char *errbuf) {
+  *blocker = NULL;
+  char point[64];
+  snprintf(point, sizeof point, "state.%s.full", step);
+  if (kg_fault(point)) return kg_fail(errbuf, KG_ESTATE, "state store %s: %s", s->path, sqlite3_errstr(SQLITE_FULL));
+  snprintf(point, sizeof point, "state.%s.busy", step);
+  if (!kg_fault(point)) return KG_OK;
+  if (sqlite3_open_v2(s->path, blocker, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+      sqlite3_exec(*blocker, "BEGIN EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK) {
+    int rc = kg_fail(errbuf, KG_ESTATE, "state store %s: cannot lock it for KINGEST_FAULT: %s", s->path,
+                     sqlite3_errmsg(*blocker));
+    sqlite3_close(*blocker);
+    *blocker = NULL;
+    return rc;
+  }
+  sqlite3_busy_timeout(s->db, 100);
+  return KG_OK;
+}
+
+static void fault_after(kg_state_t *s, sqlite3 *blocker) {
+  if (!blocker) return;
+  sqlite3_exec(blocker, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_close(blocker);
+  sqlite3_busy_timeout(s->db, 10000);
+}
+
+static int commit_begin(kg_state_t *s, const char *job_id, const kg_move_t *moves, size_t nmoves,
+                        const kg_partition_state_t *parts, size_t nparts, char *errbuf);
+static int commit_finish(kg_state_t *s, const char *job_id, char *errbuf);
+static int commit_abort(kg_state_t *s, const char *job_id, char *errbuf);
+
 int kg_state_commit_begin(kg_state_t *s, const char *job_id, const kg_move_t *moves, size_t nmoves,
                           const kg_partition_state_t *parts, size_t nparts, char *errbuf) {
+  sqlite3 *blocker;
+  int rc = fault_before(s, "journal", &blocker, errbuf);
+  if (!rc) rc = commit_begin(s, job_id, moves, nmoves, parts, nparts, errbuf);
+  fault_after(s, blocker);
+  return rc;
+}
+
+int kg_state_commit_finish(kg_state_t *s, const char *job_id, char *errbuf) {
+  sqlite3 *blocker;
+  int rc = fault_before(s, "finish", &blocker, errbuf);
+  if (!rc) rc = commit_finish(s, job_id, errbuf);
+  fault_after(s, blocker);
+  return rc;
+}
+
+int kg_state_commit_abort(kg_state_t *s, const char *job_id, char *errbuf) {
+  sqlite3 *blocker;
+  int rc = fault_before(s, "abort", &blocker, errbuf);
+  if (!rc) rc = commit_abort(s, job_id, errbuf);
+  fault_after(s, blocker);
+  return rc;
+}
+
+static int commit_begin(kg_state_t *s, const char *job_id, const kg_move_t *moves, size_t nmoves,
+                        const kg_partition_state_t *parts, size_t nparts, char *errbuf) {
   int rc = exec(s, "BEGIN IMMEDIATE", errbuf);
   if (rc) return rc;
   sqlite3_stmt *mv = NULL, *pp = NULL;
@@ -314,7 +374,7 @@ out:
   return exec(s, "COMMIT", errbuf);
 }
 
-int kg_state_commit_finish(kg_state_t *s, const char *job_id, char *errbuf) {
+static int commit_finish(kg_state_t *s, const char *job_id, char *errbuf) {
   int rc = exec(s, "BEGIN IMMEDIATE", errbuf);
   if (rc) return rc;
   char now[32];
@@ -351,7 +411,7 @@ int kg_state_commit_finish(kg_state_t *s, const char *job_id, char *errbuf) {
   return exec(s, "COMMIT", errbuf);
 }
 
-int kg_state_commit_abort(kg_state_t *s, const char *job_id, char *errbuf) {
+static int commit_abort(kg_state_t *s, const char *job_id, char *errbuf) {
   int rc = exec(s, "BEGIN IMMEDIATE", errbuf);
   if (!rc) rc = exec1(s, "DELETE FROM pending_partitions WHERE job_id = ?", job_id, errbuf);
   if (!rc) rc = exec1(s, "DELETE FROM pending_moves WHERE job_id = ?", job_id, errbuf);

@@ -187,6 +187,7 @@ static void test_move_sync_failure(kg_fs_t *fs, const char *dir) {
   char *dst = kg_xasprintf("%s/a.txt", dst_dir);
   char *sf = kg_xasprintf("%s/sf", dir);
   CHECK_INT(kg_fs_mkdirs(fs, sf, err), KG_OK);
+  CHECK_INT(kg_fs_mkdirs(fs, dst_dir, err), KG_OK);
   CHECK_INT(put(fs, src, "a", err), KG_OK);
   kg_fs_local_set_fsync(failing_folder_fsync);
   folder_fsyncs = 0;
@@ -207,6 +208,18 @@ static void test_move_sync_failure(kg_fs_t *fs, const char *dir) {
   CHECK_INT(kg_fs_sync(fs, sf, err), KG_EIO);
   kg_fs_local_set_fsync(NULL);
   CHECK_CONTAINS(err, sf);
+  /* A folder mkdirs makes is synced in the folder it was made in; a sync that fails fails mkdirs, naming both. */
+  char *made = kg_xasprintf("%s/new/deeper", sf);
+  kg_fs_local_set_fsync(failing_folder_fsync);
+  folder_fsyncs = 0;
+  rc = kg_fs_mkdirs(fs, made, err);
+  kg_fs_local_set_fsync(NULL);
+  CHECK_INT(rc, KG_EIO);
+  CHECK_INT(folder_fsyncs, 1);
+  expect = kg_xasprintf("cannot sync folder %s after creating %s/new: %s", sf, sf, strerror(EIO));
+  CHECK_STR(err, expect);
+  free(expect);
+  free(made);
   free(src);
   free(dst);
   free(dst_dir);

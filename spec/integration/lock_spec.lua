@@ -32,6 +32,22 @@ local function run(c)
 end
 
 describe("the job lock", function()
+  it("is released by a clean run with no pid left behind, so that the next run takes nothing over", function()
+    local c = { name = "QuickJob", topic = H.unique("lock_clean"), work = H.workdir("lock_clean") }
+    H.create_topic(c.topic, 1)
+    H.produce(c.topic, RECORDS)
+    c.file = H.job({ dir = c.work, name = c.name, topics = c.topic })
+    local lockfile = c.work .. "/locks/" .. c.name .. ".lock"
+    for n = 1, 2 do
+      local code, _, err = run(c)
+      assert.are.equal(0, code, err)
+      assert.falsy(err:find("Taking over", 1, true), "run " .. n .. ":\n" .. err)
+      -- The file stays (flock(2) needs it) but holds no pid once the run is over.
+      assert.are.equal("", H.slurp(lockfile), "run " .. n .. " left a pid in " .. lockfile)
+    end
+    assert.same(RECORDS, H.output_lines(c.work .. "/job-output/" .. c.topic))
+  end)
+
   it("makes a second run of a running job exit at once with Gobblin's message, and the first run completes", function()
     local c = slow_job("busy")
     local first = start_in_background(c, "first")
@@ -44,6 +60,11 @@ describe("the job lock", function()
     assert.are.equal(3, code) -- `kingest run --help`: 3 when another run of the same job holds the lock
     assert.are.equal("kingest: Previous instance of job " .. c.name .. " is still running, skipping this run",
       H.last_line(err))
+    -- It names the live holder, and leaves the holder's pid in the lock file.
+    local pid = H.pid_of(first)
+    assert.truthy(err:find("(lock held by process " .. pid .. ")", 1, true), err)
+    assert.falsy(err:find("Taking over", 1, true), err)
+    assert.are.equal(pid .. "\n", H.slurp(c.work .. "/locks/" .. c.name .. ".lock"))
     assert.is_nil(H.slurp(first.status), "the first run should still be running")
 
     assert.are.equal(0, H.wait_exit(first, 30), H.stderr_of(first))
