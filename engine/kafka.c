@@ -521,10 +521,7 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     int64_t ts = rd_kafka_message_timestamp(m, &tstype);
     r->timestamp = (double)ts;
     r->partition = m->partition;
-    rd_kafka_headers_t *hdrs = NULL;
-    r->header_count =
-        rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR ? (int32_t)rd_kafka_header_cnt(hdrs) : 0;
-    r->opaque = m;
+    r->opaque = m; /* headers are parsed only when the script asks for them (kg_kafka_record_header) */
     r->datum_ptr = NULL; /* the task's Avro framing sets these */
     r->datum_len = 0;
     r->schema = r->reader_schema = -1;

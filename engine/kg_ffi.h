@@ -17,7 +17,6 @@ typedef struct kg_record {
   double offset;    /* exact below 2^53 */
   double timestamp; /* milliseconds since the epoch, -1 when unknown */
   int32_t partition;
-  int32_t header_count;
   const void *opaque; /* the engine's message handle */
   const char *datum_ptr; /* Avro records: the datum after the framing header; NULL otherwise */
   size_t datum_len;

@@ -24,6 +24,7 @@ struct kg_lua {
   int process_ref; /* registry references of the processor's functions (gobblin.runtime) */
   int stage_ref;
   int collect_ref;
+  bool passthrough; /* the processor writes each payload as it is: batches need no call into Lua */
 };
 
 /* Where lua/gobblin is, found once per process: $KINGEST_LUA_PATH when set; else KINGEST_LUA_RELDIR taken from
@@ -410,7 +411,9 @@ int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf) {
   lua->stage_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "collect");
   lua->collect_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pop(L, 2); /* the processor and the runtime module */
+  lua_getfield(L, -1, "passthrough");
+  lua->passthrough = lua_toboolean(L, -1);
+  lua_pop(L, 3); /* passthrough, the processor and the runtime module */
   *out = lua;
   return KG_OK;
 }
@@ -421,7 +424,34 @@ void kg_lua_destroy(kg_lua_t *lua) {
   free(lua);
 }
 
+/* The processor's work for a pass-through job, without Lua: each payload to the writer as it is, as
+ * gobblin.runtime's process would write the record view. An Avro datum that the output must have resolved or
+ * encoded again stops the loop with *REST set: the rest of the batch goes to Lua. Returns KG_OK, or KG_ELUA for a
+ * write the sink refused (the sink holds the real error). */
+static int passthrough(kg_batch_t *batch, bool *rest, char *errbuf) {
+  *rest = false;
+  while (batch->next < batch->count) {
+    const kg_record_t *r = &batch->records[batch->next];
+    if (r->datum_ptr && r->schema != batch->output_schema) {
+      *rest = true;
+      return KG_OK;
+    }
+    batch->next++;
+    int rc = kg_ffi_batch_emit_value(batch, r);
+    if (rc)
+      return kg_fail(errbuf, KG_ELUA,
+                     "the writer failed (error %d) on the output of %s:%d offset %.0f; the batch stops here", rc,
+                     r->topic_ptr, r->partition, r->offset);
+  }
+  return KG_OK;
+}
+
 int kg_lua_process(kg_lua_t *lua, kg_batch_t *batch, char *errbuf) {
+  if (lua->passthrough) {
+    bool rest;
+    int rc = passthrough(batch, &rest, errbuf);
+    if (rc || !rest) return rc;
+  }
   lua_rawgeti(lua->L, LUA_REGISTRYINDEX, lua->process_ref);
   lua_pushlightuserdata(lua->L, batch);
   return protected_call(lua->L, 1, 0, errbuf);

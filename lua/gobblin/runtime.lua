@@ -212,7 +212,8 @@ end
 
 -- Builds the task's processor for the job file at PATH (nil: a properties job with the built-in source).
 -- Returns a table: process(batch pointer), stage() (what ran when the last error happened: "decodeRecord"
--- or "converter N") and collect() (the script's metrics as name -> number).
+-- or "converter N"), collect() (the script's metrics as name -> number) and passthrough (true when process
+-- would write each payload as it is).
 function M.processor(path)
   return M.job_processor(path and M.load_job(path) or {})
 end
@@ -394,7 +395,11 @@ function M.job_processor(job)
     return stage == 0 and "decodeRecord" or ("converter " .. stage)
   end
 
-  return { process = process, stage = stage_name, collect = function() return registry:snapshot() end }
+  -- passthrough: each record's payload goes to the writer as it is (KafkaSimpleSource, no converter, no
+  -- partition hook), so the engine may write a batch's records itself without calling process.
+  local passthrough = decode == require("gobblin.source.kafka_simple").decodeRecord and nchain == 0 and not partition
+  return { process = process, stage = stage_name, collect = function() return registry:snapshot() end,
+    passthrough = passthrough }
 end
 
 return M
