@@ -35,6 +35,8 @@ int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **
 int kg_ffi_avro_schema(int32_t index, const char **text, size_t *len);
 void kg_ffi_log_write(int level, const char *message);
 int64_t kg_ffi_clock_mono_ms(void);
+void kg_ffi_json_source(const char *data, size_t len);
+int kg_ffi_json_emit(kg_batch_t *batch);
 ]]
 
 local M = {}
