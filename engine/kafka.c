@@ -7,12 +7,13 @@
  * The prefetch queue is bounded (queued.min.messages, queued.max.messages.kbytes) so that memory stays small
  * whatever the backlog. Once the queue reaches a bound, librdkafka 2.0's fetcher stops and looks at the queue
  * again only when its broker thread next wakes up, up to a second later, so a reader that drains the queue
- * faster would wait most of that second. So when the queue has been seen at a bound and then stays empty for a
- * short wait, the engine restarts the partition's fetcher at the next offset, which fetches at once (nothing
- * is fetched twice or skipped: the queue is empty). Only then: a restart also throws away a fetch in flight,
- * and on a far or slow broker, behind a quota or with a broker-side fetch wait (fetch.min.bytes and
- * fetch.wait.max.ms), an answer may take longer than any short wait. Since the queue must fill again before the
- * next restart, every restart follows progress. */
+ * would wait most of that second, every time the queue fills: a reader slower than the fetcher (a script that
+ * decodes and encodes) fills it again and again. So when the queue has been seen at a bound and is then found
+ * empty, the engine restarts the partition's fetcher at the next offset, which fetches at once (nothing is
+ * fetched twice or skipped: the queue is empty). Only then: a restart also throws away a fetch in flight, which
+ * the fetcher of a queue at its bound no longer sends; and since the queue must fill again before the next
+ * restart, every restart follows progress, however far or slow the broker (a proxy, a quota, a broker-side fetch
+ * wait with fetch.min.bytes and fetch.wait.max.ms). */
 #include "kafka.h"
 
 #include <librdkafka/rdkafka.h>
@@ -21,12 +22,13 @@
 #include <string.h>
 #include <time.h>
 
+/* Records held in a partition's prefetch queue. librdkafka keeps each in an operation of a few hundred bytes besides
+ * its payload, so for small records this bound, not the 16 MB of payloads, is what a reader's memory comes to. A
+ * queue that fills costs one restart of the fetcher (see above), so a smaller bound costs little speed. */
 #ifndef KG_PREFETCH_RECORDS
-#define KG_PREFETCH_RECORDS "50000"
+#define KG_PREFETCH_RECORDS "20000"
 #endif
-#define KG_FIRST_WAIT_MS                                                                                               \
-  25 /* one slice of a wait for records; also how long a drained full queue may stay empty                             \
-        before the fetcher is restarted */
+#define KG_WAIT_SLICE_MS 25 /* one slice of a wait for records */
 
 struct kg_kafka {
   rd_kafka_t *rk;
@@ -470,19 +472,21 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
   int64_t deadline = kg_mono_ms() + timeout_ms;
   ssize_t got;
   for (;;) {
-    int64_t left = deadline - kg_mono_ms();
-    int slice = left > KG_FIRST_WAIT_MS ? KG_FIRST_WAIT_MS : left > 0 ? (int)left : 0;
-    got = rd_kafka_consume_batch(k->rkt, k->partition, slice, k->msgs, (size_t)max);
-    if (got != 0 || deadline - kg_mono_ms() <= 0) break;
-    if (k->queue_filled) {
-      /* The queue filled and has run dry: restart the fetcher where the reader is, so it fetches now (see the
-       * top of this file). */
+    if (k->queue_filled && k->queue && rd_kafka_queue_length(k->queue) == 0) {
+      /* The queue filled and has run dry: the fetcher has stopped. Restart it where the reader is, so it fetches
+       * now (see the top of this file). */
+      KG_DEBUG("The prefetch queue of %s:%d ran dry after it filled: restarting its fetcher at offset %lld", k->topic,
+               k->partition, (long long)k->next_offset);
       rd_kafka_consume_stop(k->rkt, k->partition);
       if (rd_kafka_consume_start(k->rkt, k->partition, k->next_offset) == -1)
         return kg_fail(errbuf, KG_EKAFKA, "cannot restart reading %s:%d at offset %lld: %s", k->topic, k->partition,
                        (long long)k->next_offset, rd_kafka_err2str(rd_kafka_last_error()));
       k->queue_filled = false;
     }
+    int64_t left = deadline - kg_mono_ms();
+    int slice = left > KG_WAIT_SLICE_MS ? KG_WAIT_SLICE_MS : left > 0 ? (int)left : 0;
+    got = rd_kafka_consume_batch(k->rkt, k->partition, slice, k->msgs, (size_t)max);
+    if (got != 0 || deadline - kg_mono_ms() <= 0) break;
   }
   if (got > 0 && k->queue) {
     size_t batch_bytes = 0;
