@@ -104,21 +104,38 @@ typedef struct {
   char bytes[KG_JSON_KEY_MAX];
 } json_key_t;
 
-typedef struct {
+/* A state's codec: its buffers grow to the largest document and are kept. It is malloc memory, in a list of every
+ * live one, and a Lua userdata holds a pointer to it: a pointer kept only in LuaJIT's own heap (not malloc
+ * memory) would leave the buffers unreachable in LeakSanitizer's eyes. The userdata's __gc frees it. */
+typedef struct json_state {
   kg_jc_parser_t parser;
   kg_buf_t out;
   json_key_t keys[KG_JSON_KEY_SLOTS]; /* their strings: upvalue 3's table, at the same place + 1 */
+  struct json_state *prev, *next;
 } json_state_t;
 
+static pthread_mutex_t json_states_lock = PTHREAD_MUTEX_INITIALIZER;
+static json_state_t *json_states;
+
 static int json_state_gc(lua_State *L) {
-  json_state_t *st = lua_touserdata(L, 1);
+  json_state_t **box = lua_touserdata(L, 1), *st = *box;
+  if (!st) return 0;
+  *box = NULL;
+  pthread_mutex_lock(&json_states_lock);
+  if (st->prev)
+    st->prev->next = st->next;
+  else
+    json_states = st->next;
+  if (st->next) st->next->prev = st->prev;
+  pthread_mutex_unlock(&json_states_lock);
   kg_jc_parser_free(&st->parser);
   kg_buf_free(&st->out);
+  free(st);
   return 0;
 }
 
 /* The codec's state, hooks and cached keys: upvalues 1, 2 and 3 of each function of the core. */
-static json_state_t *json_state(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
+static json_state_t *json_state(lua_State *L) { return *(json_state_t **)lua_touserdata(L, lua_upvalueindex(1)); }
 
 /* Calls hook NAME of the module with the NARGS arguments on top of the stack, for one result. */
 static void json_hook(lua_State *L, const char *name, int nargs) {
@@ -347,8 +364,13 @@ static int json_encode_staged(lua_State *L) {
 int kg_lua_open_json(lua_State *L);
 int kg_lua_open_json(lua_State *L) {
   lua_newtable(L); /* the module */
-  json_state_t *st = lua_newuserdata(L, sizeof *st);
-  memset(st, 0, sizeof *st);
+  json_state_t **box = lua_newuserdata(L, sizeof *box);
+  json_state_t *st = *box = kg_xcalloc(1, sizeof *st);
+  pthread_mutex_lock(&json_states_lock);
+  st->next = json_states;
+  if (json_states) json_states->prev = st;
+  json_states = st;
+  pthread_mutex_unlock(&json_states_lock);
   lua_newtable(L);
   lua_pushcfunction(L, json_state_gc);
   lua_setfield(L, -2, "__gc");
