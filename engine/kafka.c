@@ -13,7 +13,8 @@
  * fetched twice or skipped: the queue is empty). Only then: a restart also throws away a fetch in flight, which
  * the fetcher of a queue at its bound no longer sends; and since the queue must fill again before the next
  * restart, every restart follows progress, however far or slow the broker (a proxy, a quota, a broker-side fetch
- * wait with fetch.min.bytes and fetch.wait.max.ms). */
+ * wait with fetch.min.bytes and fetch.wait.max.ms). A fetch in flight all the same can stop the fetcher again
+ * just after a restart (see kg_kafka_fetch): the fetcher then gets one more restart, and only one. */
 #include "kafka.h"
 
 #include <librdkafka/rdkafka.h>
@@ -26,7 +27,7 @@
  * its payload, so for small records this bound, not the 16 MB of payloads, is what a reader's memory comes to. A
  * queue that fills costs one restart of the fetcher (see above), so a smaller bound costs little speed. */
 #ifndef KG_PREFETCH_RECORDS
-#define KG_PREFETCH_RECORDS "20000"
+#define KG_PREFETCH_RECORDS "10000"
 #endif
 #define KG_WAIT_SLICE_MS 25 /* one slice of a wait for records */
 
@@ -43,6 +44,7 @@ struct kg_kafka {
   int msgs_cap;
   rd_kafka_queue_t *queue;   /* the partition's prefetch queue, to see how full it is */
   bool queue_filled;         /* the queue reached a bound since the fetcher (re)started: it may be stopped */
+  int restarts;              /* restarts of the fetcher since the last record came (see kg_kafka_fetch) */
   int64_t queue_max_records; /* the bounds in force: queued.min.messages */
   int64_t queue_max_bytes;   /* and queued.max.messages.kbytes, in bytes */
   char *pending_error;       /* an error that followed records already handed over; reported by the next fetch */
@@ -437,6 +439,7 @@ int kg_kafka_fetch_start(kg_kafka_t *k, const char *topic, int32_t partition, in
   k->next_offset = offset;
   k->queue = rd_kafka_queue_get_partition(k->rk, topic, partition);
   k->queue_filled = false;
+  k->restarts = 0;
   return KG_OK;
 }
 
@@ -482,12 +485,22 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
         return kg_fail(errbuf, KG_EKAFKA, "cannot restart reading %s:%d at offset %lld: %s", k->topic, k->partition,
                        (long long)k->next_offset, rd_kafka_err2str(rd_kafka_last_error()));
       k->queue_filled = false;
+      k->restarts++;
     }
     int64_t left = deadline - kg_mono_ms();
     int slice = left > KG_WAIT_SLICE_MS ? KG_WAIT_SLICE_MS : left > 0 ? (int)left : 0;
     got = rd_kafka_consume_batch(k->rkt, k->partition, slice, k->msgs, (size_t)max);
+    if (got == 0 && k->restarts == 1 && slice == KG_WAIT_SLICE_MS) {
+      /* Nothing for a whole slice since the restart. When a fetch was still in flight as the fetcher was
+       * restarted, its answer (outdated, dropped by consume_batch) may have come just before the fetcher saw the
+       * restart: the fetcher found the queue at its bound again and stopped, without a wake-up to come for up to a
+       * second. Restart once more. Only once: on a far broker a slice without records is no sign of anything, and
+       * a restart throws the fetch in flight away; the next restart needs the queue to fill again. */
+      k->queue_filled = true;
+    }
     if (got != 0 || deadline - kg_mono_ms() <= 0) break;
   }
+  if (got > 0) k->restarts = 0;
   if (got > 0 && k->queue) {
     size_t batch_bytes = 0;
     for (ssize_t i = 0; i < got; i++)
