@@ -584,12 +584,13 @@ static const kg_property_t properties[] = {
      .doc = "Number of tasks (N) the work units are packed into."},
     {.name = "taskexecutor.threadpool.size",
      .type = KG_PROP_INT,
-     .def_doc = "number of cores",
+     .def_doc = "twice the number of cores",
      .min = 1,
      .max = 1024,
      .computed = default_threads,
      KG_FIELD(threadpool_size),
-     .doc = "Tasks run at once, each on its own thread with its own Kafka consumer and Lua state."},
+     .doc = "Tasks run at once, each on its own thread with its own Kafka consumer and Lua state. Twice the cores by "
+            "default: a task waits part of its time for its broker's answers, and another task uses that time."},
     {.name = "task.maxretries",
      .type = KG_PROP_STRING,
      .def = "0",
@@ -726,12 +727,13 @@ static char *default_job_name(const kg_config_t *c) {
   return dot && dot != base ? kg_xstrndup(base, (size_t)(dot - base)) : kg_xstrdup(base);
 }
 
-/* The number of cores online (2 when unknown), at most the row's maximum. */
+/* Twice the number of cores online (4 when unknown), at most the row's maximum. */
 static char *default_threads(const kg_config_t *c) {
   (void)c;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int64_t max = kg_config_property("taskexecutor.threadpool.size")->max;
-  return kg_xasprintf("%lld", (long long)(cores <= 0 ? 2 : cores > max ? max : cores));
+  long long n = cores <= 0 ? 4 : 2 * (long long)cores;
+  return kg_xasprintf("%lld", n > max ? (long long)max : n);
 }
 
 /* The job name names files, so it may not hold a folder separator or a control character. */

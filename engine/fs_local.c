@@ -1,7 +1,8 @@
 /* fs_local.c: the local file system (file:///) behind the kg_fs_t interface, with durable renames.
  *
- * Streams are stdio files with a large buffer, written from one thread each. Renames never replace their
- * target (renameat2 RENAME_NOREPLACE) and sync both folders; a folder that cannot be synced fails the rename. */
+ * Streams are file descriptors behind a large buffer of their own (stdio would take a lock on every call), written
+ * from one thread each. Renames never replace their target (renameat2 RENAME_NOREPLACE) and sync both folders; a
+ * folder that cannot be synced fails the rename. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +15,7 @@
 
 #include "fs.h"
 
-#define KG_FS_LOCAL_BUFFER (1 << 20) /* bytes of a stream's stdio buffer */
+#define KG_FS_LOCAL_BUFFER (1 << 20) /* bytes of a stream's buffer */
 
 /* The fsync the backend calls: fsync(2), or a test's fault (kg_fs_local_set_fsync). */
 static int (*local_fsync)(int fd) = fsync;
@@ -26,9 +27,12 @@ static int reason(char *errbuf) { return kg_fail(errbuf, KG_EIO, "%s", strerror(
 
 typedef struct {
   kg_fs_stream_t base;
-  FILE *file;
+  int fd;
   char *path;
-  char *buffer; /* stdio buffer, KG_FS_LOCAL_BUFFER bytes */
+  char *buffer; /* bytes not written to the file yet: LEN of KG_FS_LOCAL_BUFFER */
+  size_t len;
+  int64_t written;      /* bytes handed to the file */
+  int64_t writeback_at; /* where the writeback started last ends (see flush) */
 } local_stream_t;
 
 static void stream_free(local_stream_t *s) {
@@ -37,39 +41,84 @@ static void stream_free(local_stream_t *s) {
   free(s);
 }
 
+/* Writes the N bytes at P to the file, all of them. */
+static int write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Writes the buffer out. Every KG_FS_LOCAL_WRITEBACK bytes, starts the writeback of what was written since to
+ * the disk, without waiting for it (sync_file_range), so that the fsync of the file's close finds little left to
+ * do instead of all of it. */
+#define KG_FS_LOCAL_WRITEBACK (8 << 20)
+static int flush(local_stream_t *s) {
+  if (!s->len) return 0;
+  size_t n = s->len;
+  s->len = 0;
+  if (write_all(s->fd, s->buffer, n) != 0) return -1;
+  s->written += (int64_t)n;
+  if (s->written - s->writeback_at >= KG_FS_LOCAL_WRITEBACK) {
+    /* A hint: a file system that cannot do it leaves it to the fsync. */
+    sync_file_range(s->fd, s->writeback_at, s->written - s->writeback_at, SYNC_FILE_RANGE_WRITE);
+    s->writeback_at = s->written;
+  }
+  return 0;
+}
+
 static int stream_write(kg_fs_stream_t *stream, const void *data, size_t len, char *errbuf) {
   local_stream_t *s = (local_stream_t *)stream;
+  if (len <= KG_FS_LOCAL_BUFFER - s->len) {
+    memcpy(s->buffer + s->len, data, len);
+    s->len += len;
+    return KG_OK;
+  }
   errno = 0;
-  if (len && fwrite(data, 1, len, s->file) != len) return reason(errbuf);
+  if (flush(s) != 0) return reason(errbuf);
+  if (len >= KG_FS_LOCAL_BUFFER) {
+    if (write_all(s->fd, data, len) != 0) return reason(errbuf);
+    s->written += (int64_t)len;
+    return KG_OK;
+  }
+  memcpy(s->buffer, data, len);
+  s->len = len;
   return KG_OK;
 }
 
 static int stream_truncate(kg_fs_stream_t *stream, int64_t size, char *errbuf) {
   local_stream_t *s = (local_stream_t *)stream;
   errno = 0;
-  if (fflush(s->file) != 0 || ftruncate(fileno(s->file), (off_t)size) != 0 || fseeko(s->file, (off_t)size, SEEK_SET))
+  if (flush(s) != 0 || ftruncate(s->fd, (off_t)size) != 0 || lseek(s->fd, (off_t)size, SEEK_SET) < 0)
     return reason(errbuf);
+  s->written = size;
+  if (s->writeback_at > size) s->writeback_at = size;
   return KG_OK;
 }
 
 static int stream_sync(kg_fs_stream_t *stream, char *errbuf) {
   local_stream_t *s = (local_stream_t *)stream;
   errno = 0;
-  if (fflush(s->file) != 0 || local_fsync(fileno(s->file)) != 0) return reason(errbuf);
+  if (flush(s) != 0 || local_fsync(s->fd) != 0) return reason(errbuf);
   return KG_OK;
 }
 
 static int stream_close(kg_fs_stream_t *stream, char *errbuf) {
   local_stream_t *s = (local_stream_t *)stream;
   errno = 0;
-  int rc = fclose(s->file) != 0 ? reason(errbuf) : KG_OK;
+  int rc = flush(s) != 0 ? reason(errbuf) : KG_OK;
+  if (close(s->fd) != 0 && !rc) rc = reason(errbuf);
   stream_free(s);
   return rc;
 }
 
 static void stream_abort(kg_fs_stream_t *stream) {
   local_stream_t *s = (local_stream_t *)stream;
-  fclose(s->file);
+  close(s->fd);
   unlink(s->path);
   stream_free(s);
 }
@@ -125,14 +174,16 @@ static int local_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
 static int local_create(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf) {
   *out = NULL;
   errno = 0;
-  FILE *f = fopen(path, mode == KG_FS_APPEND ? "ab" : "wbx");
-  if (!f) return reason(errbuf);
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (mode == KG_FS_APPEND ? O_APPEND : O_EXCL);
+  int fd = open(path, flags, 0666);
+  if (fd < 0) return reason(errbuf);
   local_stream_t *s = kg_xcalloc(1, sizeof *s);
   s->base.ops = &stream_ops;
-  s->file = f;
+  s->fd = fd;
   s->path = kg_xstrdup(path);
   s->buffer = kg_xmalloc(KG_FS_LOCAL_BUFFER);
-  setvbuf(f, s->buffer, _IOFBF, KG_FS_LOCAL_BUFFER);
+  struct stat st;
+  if (mode == KG_FS_APPEND && fstat(fd, &st) == 0) s->written = s->writeback_at = (int64_t)st.st_size;
   *out = &s->base;
   return KG_OK;
 }

@@ -7,12 +7,14 @@
  * The prefetch queue is bounded (queued.min.messages, queued.max.messages.kbytes) so that memory stays small
  * whatever the backlog. Once the queue reaches a bound, librdkafka 2.0's fetcher stops and looks at the queue
  * again only when its broker thread next wakes up, up to a second later, so a reader that drains the queue
- * faster would wait most of that second. So when the queue has been seen at a bound and then stays empty for a
- * short wait, the engine restarts the partition's fetcher at the next offset, which fetches at once (nothing
- * is fetched twice or skipped: the queue is empty). Only then: a restart also throws away a fetch in flight,
- * and on a far or slow broker, behind a quota or with a broker-side fetch wait (fetch.min.bytes and
- * fetch.wait.max.ms), an answer may take longer than any short wait. Since the queue must fill again before the
- * next restart, every restart follows progress. */
+ * would wait most of that second, every time the queue fills: a reader slower than the fetcher (a script that
+ * decodes and encodes) fills it again and again. So when the queue has been seen at a bound and is then found
+ * empty, the engine restarts the partition's fetcher at the next offset, which fetches at once (nothing is
+ * fetched twice or skipped: the queue is empty). Only then: a restart also throws away a fetch in flight, which
+ * the fetcher of a queue at its bound no longer sends; and since the queue must fill again before the next
+ * restart, every restart follows progress, however far or slow the broker (a proxy, a quota, a broker-side fetch
+ * wait with fetch.min.bytes and fetch.wait.max.ms). A fetch in flight all the same can stop the fetcher again
+ * just after a restart (see kg_kafka_fetch): the fetcher then gets one more restart, and only one. */
 #include "kafka.h"
 
 #include <librdkafka/rdkafka.h>
@@ -21,12 +23,13 @@
 #include <string.h>
 #include <time.h>
 
+/* Records held in a partition's prefetch queue. librdkafka keeps each in an operation of a few hundred bytes besides
+ * its payload, so for small records this bound, not the 16 MB of payloads, is what a reader's memory comes to. A
+ * queue that fills costs one restart of the fetcher (see above), so a smaller bound costs little speed. */
 #ifndef KG_PREFETCH_RECORDS
-#define KG_PREFETCH_RECORDS "50000"
+#define KG_PREFETCH_RECORDS "10000"
 #endif
-#define KG_FIRST_WAIT_MS                                                                                               \
-  25 /* one slice of a wait for records; also how long a drained full queue may stay empty                             \
-        before the fetcher is restarted */
+#define KG_WAIT_SLICE_MS 25 /* one slice of a wait for records */
 
 struct kg_kafka {
   rd_kafka_t *rk;
@@ -41,6 +44,7 @@ struct kg_kafka {
   int msgs_cap;
   rd_kafka_queue_t *queue;   /* the partition's prefetch queue, to see how full it is */
   bool queue_filled;         /* the queue reached a bound since the fetcher (re)started: it may be stopped */
+  int restarts;              /* restarts of the fetcher since the last record came (see kg_kafka_fetch) */
   int64_t queue_max_records; /* the bounds in force: queued.min.messages */
   int64_t queue_max_bytes;   /* and queued.max.messages.kbytes, in bytes */
   char *pending_error;       /* an error that followed records already handed over; reported by the next fetch */
@@ -457,6 +461,7 @@ int kg_kafka_fetch_start(kg_kafka_t *k, const char *topic, int32_t partition, in
   k->next_offset = offset;
   k->queue = rd_kafka_queue_get_partition(k->rk, topic, partition);
   k->queue_filled = false;
+  k->restarts = 0;
   return KG_OK;
 }
 
@@ -492,20 +497,32 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
   int64_t deadline = kg_mono_ms() + timeout_ms;
   ssize_t got;
   for (;;) {
-    int64_t left = deadline - kg_mono_ms();
-    int slice = left > KG_FIRST_WAIT_MS ? KG_FIRST_WAIT_MS : left > 0 ? (int)left : 0;
-    got = rd_kafka_consume_batch(k->rkt, k->partition, slice, k->msgs, (size_t)max);
-    if (got != 0 || deadline - kg_mono_ms() <= 0) break;
-    if (k->queue_filled) {
-      /* The queue filled and has run dry: restart the fetcher where the reader is, so it fetches now (see the
-       * top of this file). */
+    if (k->queue_filled && k->queue && rd_kafka_queue_length(k->queue) == 0) {
+      /* The queue filled and has run dry: the fetcher has stopped. Restart it where the reader is, so it fetches
+       * now (see the top of this file). */
+      KG_DEBUG("The prefetch queue of %s:%d ran dry after it filled: restarting its fetcher at offset %lld", k->topic,
+               k->partition, (long long)k->next_offset);
       rd_kafka_consume_stop(k->rkt, k->partition);
       if (rd_kafka_consume_start(k->rkt, k->partition, k->next_offset) == -1)
         return kg_fail(errbuf, KG_EKAFKA, "cannot restart reading %s:%d at offset %lld: %s", k->topic, k->partition,
                        (long long)k->next_offset, rd_kafka_err2str(rd_kafka_last_error()));
       k->queue_filled = false;
+      k->restarts++;
     }
+    int64_t left = deadline - kg_mono_ms();
+    int slice = left > KG_WAIT_SLICE_MS ? KG_WAIT_SLICE_MS : left > 0 ? (int)left : 0;
+    got = rd_kafka_consume_batch(k->rkt, k->partition, slice, k->msgs, (size_t)max);
+    if (got == 0 && k->restarts == 1 && slice == KG_WAIT_SLICE_MS) {
+      /* Nothing for a whole slice since the restart. When a fetch was still in flight as the fetcher was
+       * restarted, its answer (outdated, dropped by consume_batch) may have come just before the fetcher saw the
+       * restart: the fetcher found the queue at its bound again and stopped, without a wake-up to come for up to a
+       * second. Restart once more. Only once: on a far broker a slice without records is no sign of anything, and
+       * a restart throws the fetch in flight away; the next restart needs the queue to fill again. */
+      k->queue_filled = true;
+    }
+    if (got != 0 || deadline - kg_mono_ms() <= 0) break;
   }
+  if (got > 0) k->restarts = 0;
   if (got > 0 && k->queue) {
     size_t batch_bytes = 0;
     for (ssize_t i = 0; i < got; i++)
@@ -543,10 +560,7 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     int64_t ts = rd_kafka_message_timestamp(m, &tstype);
     r->timestamp = (double)ts;
     r->partition = m->partition;
-    rd_kafka_headers_t *hdrs = NULL;
-    r->header_count =
-        rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR ? (int32_t)rd_kafka_header_cnt(hdrs) : 0;
-    r->opaque = m;
+    r->opaque = m; /* headers are parsed only when the script asks for them (kg_kafka_record_header) */
     r->datum_ptr = NULL; /* the task's Avro framing sets these */
     r->datum_len = 0;
     r->schema = r->reader_schema = -1;

@@ -17,7 +17,6 @@ typedef struct kg_record {
   double offset;    /* exact below 2^53 */
   double timestamp; /* milliseconds since the epoch, -1 when unknown */
   int32_t partition;
-  int32_t header_count;
   const void *opaque; /* the engine's message handle */
   const char *datum_ptr; /* Avro records: the datum after the framing header; NULL otherwise */
   size_t datum_len;
@@ -42,6 +41,8 @@ int kg_ffi_record_header(const kg_record_t *record, int32_t index, const char **
 int kg_ffi_avro_schema(int32_t index, const char **text, size_t *len);
 void kg_ffi_log_write(int level, const char *message);
 int64_t kg_ffi_clock_mono_ms(void);
+void kg_ffi_json_source(const char *data, size_t len);
+int kg_ffi_json_emit(kg_batch_t *batch);
 /* FFI-END */
 /* clang-format on */
 

@@ -5,7 +5,10 @@
  * top level runs there once. Each task owns a state of its own, so tasks run in parallel threads without
  * sharing a Lua lock; the engine makes one lua_pcall per batch, the script pulls records from the batch's FFI
  * array and pushes output back through the kg_ffi_* functions (ffi.c), so no C-to-Lua callback happens per
- * record. Every call into Lua is protected and carries a traceback. No other file includes lua.h. */
+ * record. Every call into Lua is protected and carries a traceback. Each state also gets gobblin.json's core,
+ * the C side of the scripts' JSON codec (jsoncodec.h builds its tape and writes its text; the Lua values are made
+ * and read here). A pass-through job's batches are written without a call into Lua. No other file includes
+ * lua.h. */
 #include "lua_bridge.h"
 
 #include <lauxlib.h>
@@ -19,11 +22,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jsoncodec.h"
+
 struct kg_lua {
   lua_State *L;
   int process_ref; /* registry references of the processor's functions (gobblin.runtime) */
   int stage_ref;
   int collect_ref;
+  bool passthrough; /* the processor writes each payload as it is: batches need no call into Lua */
 };
 
 /* Where lua/gobblin is, found once per process: $KINGEST_LUA_PATH when set; else KINGEST_LUA_RELDIR taken from
@@ -78,6 +84,318 @@ static int no_exit(lua_State *L) {
                        "decode.error.policy handles");
 }
 
+/* gobblin.json's core (package.preload["gobblin.json.core"]): the codec of jsoncodec.h between JSON text and Lua
+ * values. Decoding builds tables of the right size from the parser's tape; JSON null is a light userdata NULL (the
+ * value cjson.null has too), and integers beyond 2^53 that fit 64 bits become int64_t or uint64_t cdata, made by
+ * the module's hooks.int64 (C cannot make cdata). Encoding walks a value as cjson does: a table whose keys are
+ * all integers from 1 is an array (nil holes as null) unless it is too sparse (the largest key above 10 and above
+ * twice the keys), any other is an object (number keys written as strings), an empty table is {}; a cdata value
+ * is written by hooks.cdata (64-bit integers), anything else is an error. */
+#define KG_LUA_TCDATA 10 /* what lua_type says of a cdata in LuaJIT */
+#define KG_JSON_MAX_DEPTH 1000
+
+/* Object keys are cached by their place in the document (the Nth key of each document), since a topic's records
+ * mostly share their keys: a key equal to the one cached there is pushed from the cache, without hashing and
+ * looking it up again (lua_pushlstring). Keys longer than the slot are not cached. */
+#define KG_JSON_KEY_SLOTS 256
+#define KG_JSON_KEY_MAX 30
+typedef struct {
+  uint8_t len; /* 0: empty slot (an empty key is not cached) */
+  char bytes[KG_JSON_KEY_MAX];
+} json_key_t;
+
+/* A state's codec: its buffers grow to the largest document and are kept. It is malloc memory, in a list of every
+ * live one, and a Lua userdata holds a pointer to it: a pointer kept only in LuaJIT's own heap (not malloc
+ * memory) would leave the buffers unreachable in LeakSanitizer's eyes. The userdata's __gc frees it. */
+typedef struct json_state {
+  kg_jc_parser_t parser;
+  kg_buf_t out;
+  json_key_t keys[KG_JSON_KEY_SLOTS]; /* their strings: upvalue 3's table, at the same place + 1 */
+  struct json_state *prev, *next;
+} json_state_t;
+
+static pthread_mutex_t json_states_lock = PTHREAD_MUTEX_INITIALIZER;
+static json_state_t *json_states;
+
+static int json_state_gc(lua_State *L) {
+  json_state_t **box = lua_touserdata(L, 1), *st = *box;
+  if (!st) return 0;
+  *box = NULL;
+  pthread_mutex_lock(&json_states_lock);
+  if (st->prev)
+    st->prev->next = st->next;
+  else
+    json_states = st->next;
+  if (st->next) st->next->prev = st->prev;
+  pthread_mutex_unlock(&json_states_lock);
+  kg_jc_parser_free(&st->parser);
+  kg_buf_free(&st->out);
+  free(st);
+  return 0;
+}
+
+/* The codec's state, hooks and cached keys: upvalues 1, 2 and 3 of each function of the core. */
+static json_state_t *json_state(lua_State *L) { return *(json_state_t **)lua_touserdata(L, lua_upvalueindex(1)); }
+
+/* Calls hook NAME of the module with the NARGS arguments on top of the stack, for one result. */
+static void json_hook(lua_State *L, const char *name, int nargs) {
+  lua_getfield(L, lua_upvalueindex(2), name);
+  if (!lua_isfunction(L, -1)) luaL_error(L, "gobblin.json: hook %s is not set", name);
+  lua_insert(L, -1 - nargs);
+  lua_call(L, nargs, 1);
+}
+
+/* Pushes object key token K, the NTH key of the document: from the key cache when it is the key cached there. */
+static void json_push_key(lua_State *L, json_state_t *st, const kg_jc_tok_t *k, size_t nth) {
+  const char *bytes = kg_jc_string(&st->parser, k);
+  if (nth >= KG_JSON_KEY_SLOTS || k->n == 0 || k->n > KG_JSON_KEY_MAX) {
+    lua_pushlstring(L, bytes, k->n);
+    return;
+  }
+  json_key_t *slot = &st->keys[nth];
+  if (slot->len == k->n && !memcmp(slot->bytes, bytes, k->n)) {
+    lua_rawgeti(L, lua_upvalueindex(3), (int)nth + 1);
+    return;
+  }
+  lua_pushlstring(L, bytes, k->n);
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, lua_upvalueindex(3), (int)nth + 1);
+  slot->len = (uint8_t)k->n;
+  memcpy(slot->bytes, bytes, k->n);
+}
+
+/* Pushes the value of the tape's token at *POS (and of what it holds), moving *POS past them; *NKEYS counts the
+ * object keys met. */
+static void json_build(lua_State *L, json_state_t *st, size_t *pos, size_t *nkeys) {
+  const kg_jc_parser_t *p = &st->parser;
+  const kg_jc_tok_t *t = &p->tape[(*pos)++];
+  switch (t->type) {
+  case KG_JC_NULL: lua_pushlightuserdata(L, NULL); return;
+  case KG_JC_FALSE: lua_pushboolean(L, 0); return;
+  case KG_JC_TRUE: lua_pushboolean(L, 1); return;
+  case KG_JC_NUMBER: lua_pushnumber(L, t->v.d); return;
+  case KG_JC_INT:
+  case KG_JC_UINT:
+    /* The high and low 32 bits, and whether the value is unsigned. */
+    lua_pushnumber(L, (double)(t->v.u >> 32));
+    lua_pushnumber(L, (double)(t->v.u & 0xffffffffu));
+    lua_pushboolean(L, t->type == KG_JC_UINT);
+    json_hook(L, "int64", 3);
+    return;
+  case KG_JC_STRING:
+  case KG_JC_ESCAPED_STRING: lua_pushlstring(L, kg_jc_string(p, t), t->n); return;
+  case KG_JC_ARRAY: {
+    luaL_checkstack(L, 3, "JSON nested too deep");
+    lua_createtable(L, t->n > INT_MAX ? INT_MAX : (int)t->n, 0);
+    for (uint32_t i = 1; i <= t->n; i++) {
+      json_build(L, st, pos, nkeys);
+      lua_rawseti(L, -2, (int)i);
+    }
+    return;
+  }
+  case KG_JC_OBJECT: {
+    luaL_checkstack(L, 3, "JSON nested too deep");
+    lua_createtable(L, 0, t->n > INT_MAX ? INT_MAX : (int)t->n);
+    for (uint32_t i = 0; i < t->n; i++) {
+      json_push_key(L, st, &p->tape[(*pos)++], (*nkeys)++);
+      json_build(L, st, pos, nkeys);
+      lua_rawset(L, -3);
+    }
+    return;
+  }
+  }
+}
+
+/* decode(text [, max_depth]): the value of JSON TEXT; with TEXT nil, of the bytes kg_ffi_json_source staged. */
+static int json_decode(lua_State *L) {
+  json_state_t *st = json_state(L);
+  const char *text;
+  size_t len;
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    text = lua_tolstring(L, 1, &len);
+  } else if (lua_isnoneornil(L, 1)) {
+    if (!kg_jc_take_source(&text, &len)) return luaL_error(L, "gobblin.json: no bytes to decode");
+  } else {
+    return luaL_error(L, "gobblin.json.decode expects a string or a record view, got %s", luaL_typename(L, 1));
+  }
+  lua_Integer max_depth = luaL_optinteger(L, 2, KG_JSON_MAX_DEPTH);
+  if (max_depth < 1 || max_depth > KG_JSON_MAX_DEPTH)
+    return luaL_error(L, "gobblin.json: max_depth must be from 1 to %d", KG_JSON_MAX_DEPTH);
+  char err[KG_ERRLEN];
+  if (kg_jc_parse(&st->parser, text, len, (int)max_depth, err)) {
+    lua_pushstring(L, err);
+    return lua_error(L);
+  }
+  size_t pos = 0, nkeys = 0;
+  json_build(L, st, &pos, &nkeys);
+  return 1;
+}
+
+static void json_encode_value(lua_State *L, kg_buf_t *out, int idx, int depth);
+
+/* The length of the table at IDX as an array, or -1 when it is to be written as an object. */
+static double json_array_length(lua_State *L, int idx) {
+  double max = 0, items = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    double k;
+    if (lua_type(L, -1) != LUA_TNUMBER || (k = lua_tonumber(L, -1)) < 1 || k != floor(k) || k > INT_MAX) {
+      lua_pop(L, 1);
+      return -1;
+    }
+    if (k > max) max = k;
+    items++;
+  }
+  if (items == 0 || (max > 10 && max > 2 * items)) return -1;
+  return max;
+}
+
+static void json_encode_table(lua_State *L, kg_buf_t *out, int idx, int depth) {
+  if (depth > KG_JSON_MAX_DEPTH)
+    luaL_error(L, "cannot encode as JSON: tables nested more than %d deep (a table that holds itself?)",
+               KG_JSON_MAX_DEPTH);
+  luaL_checkstack(L, 4, "JSON nested too deep");
+  double n = json_array_length(L, idx);
+  if (n >= 0) {
+    kg_jc_put(out, '[');
+    for (int i = 1; i <= (int)n; i++) {
+      if (i > 1) kg_jc_put(out, ',');
+      lua_rawgeti(L, idx, i);
+      json_encode_value(L, out, lua_gettop(L), depth + 1);
+      lua_pop(L, 1);
+    }
+    kg_jc_put(out, ']');
+    return;
+  }
+  kg_jc_put(out, '{');
+  bool first = true;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    if (!first) kg_jc_put(out, ',');
+    first = false;
+    size_t klen;
+    const char *key;
+    int ktype = lua_type(L, -2);
+    if (ktype == LUA_TSTRING) {
+      key = lua_tolstring(L, -2, &klen);
+      kg_jc_write_string(out, key, klen);
+    } else if (ktype == LUA_TNUMBER) {
+      lua_pushvalue(L, -2); /* a copy: lua_tolstring would change the key lua_next needs */
+      key = lua_tolstring(L, -1, &klen);
+      kg_jc_write_string(out, key, klen);
+      lua_pop(L, 1);
+    } else {
+      luaL_error(L, "cannot encode as JSON: a table key is a %s (object keys are strings or numbers)",
+                 luaL_typename(L, -2));
+    }
+    kg_jc_put(out, ':');
+    json_encode_value(L, out, lua_gettop(L), depth + 1);
+    lua_pop(L, 1);
+  }
+  kg_jc_put(out, '}');
+}
+
+static void json_encode_value(lua_State *L, kg_buf_t *out, int idx, int depth) {
+  switch (lua_type(L, idx)) {
+  case LUA_TSTRING: {
+    size_t n;
+    const char *s = lua_tolstring(L, idx, &n);
+    kg_jc_write_string(out, s, n);
+    return;
+  }
+  case LUA_TNUMBER:
+    if (!kg_jc_write_double(out, lua_tonumber(L, idx)))
+      luaL_error(L, "cannot encode as JSON: %s (JSON has no NaN or infinity)", lua_tostring(L, idx));
+    return;
+  case LUA_TBOOLEAN: kg_buf_append(out, lua_toboolean(L, idx) ? "true" : "false", lua_toboolean(L, idx) ? 4 : 5); return;
+  case LUA_TNIL: kg_buf_append(out, "null", 4); return;
+  case LUA_TLIGHTUSERDATA:
+    if (lua_touserdata(L, idx) == NULL) {
+      kg_buf_append(out, "null", 4);
+      return;
+    }
+    break;
+  case LUA_TTABLE: json_encode_table(L, out, idx, depth); return;
+  case KG_LUA_TCDATA: {
+    lua_pushvalue(L, idx);
+    json_hook(L, "cdata", 1);
+    size_t n;
+    const char *s = lua_tolstring(L, -1, &n);
+    if (s) {
+      kg_buf_append(out, s, n);
+      lua_pop(L, 1);
+      return;
+    }
+    lua_pop(L, 1);
+    luaL_error(L, "cannot encode as JSON: a cdata value that is not a 64-bit integer");
+    return;
+  }
+  default: break;
+  }
+  luaL_error(L, "cannot encode as JSON: a %s value", luaL_typename(L, idx));
+}
+
+/* Encodes argument 1 into the state's buffer. */
+static kg_buf_t *json_encode_arg(lua_State *L) {
+  json_state_t *st = json_state(L);
+  st->out.len = 0;
+  luaL_checkany(L, 1);
+  json_encode_value(L, &st->out, 1, 0);
+  return &st->out;
+}
+
+/* encode(value): its JSON text. */
+static int json_encode(lua_State *L) {
+  kg_buf_t *out = json_encode_arg(L);
+  lua_pushlstring(L, out->data, out->len);
+  return 1;
+}
+
+/* encode_staged(value): encodes it into the state's buffer for the next kg_ffi_json_emit of this thread (the
+ * writer takes the text without a Lua string made of it). */
+static int json_encode_staged(lua_State *L) {
+  kg_buf_t *out = json_encode_arg(L);
+  kg_jc_set_output(out->data, out->len);
+  return 0;
+}
+
+/* The core module, for package.preload; exported so that the specs can load it from libkingest_ffi.so. */
+int kg_lua_open_json(lua_State *L);
+int kg_lua_open_json(lua_State *L) {
+  lua_newtable(L); /* the module */
+  json_state_t **box = lua_newuserdata(L, sizeof *box);
+  json_state_t *st = *box = kg_xcalloc(1, sizeof *st);
+  pthread_mutex_lock(&json_states_lock);
+  st->next = json_states;
+  if (json_states) json_states->prev = st;
+  json_states = st;
+  pthread_mutex_unlock(&json_states_lock);
+  lua_newtable(L);
+  lua_pushcfunction(L, json_state_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_newtable(L); /* hooks */
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -4, "hooks");
+  lua_createtable(L, KG_JSON_KEY_SLOTS, 0); /* the key cache's strings */
+  static const struct {
+    const char *name;
+    lua_CFunction fn;
+  } fns[] = {{"decode", json_decode}, {"encode", json_encode}, {"encode_staged", json_encode_staged}};
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    lua_pushvalue(L, -3);
+    lua_pushvalue(L, -3);
+    lua_pushvalue(L, -3);
+    lua_pushcclosure(L, fns[i].fn, 3);
+    lua_setfield(L, -5, fns[i].name);
+  }
+  lua_pop(L, 3);
+  lua_pushlightuserdata(L, NULL);
+  lua_setfield(L, -2, "null");
+  return 1;
+}
+
 /* A new state with the standard libraries and package.path set to lua/gobblin (lua_dir) and the folder of
  * JOB_FILE (may be NULL); NULL when out of memory. */
 static lua_State *state_new(const char *job_file) {
@@ -98,6 +416,10 @@ static lua_State *state_new(const char *job_file) {
       kg_buf_appendf(&path, "./?.lua;");
   }
   lua_getglobal(L, "package");
+  lua_getfield(L, -1, "preload");
+  lua_pushcfunction(L, kg_lua_open_json);
+  lua_setfield(L, -2, "gobblin.json.core");
+  lua_pop(L, 1);
   lua_getfield(L, -1, "path");
   kg_buf_appendf(&path, "%s", lua_tostring(L, -1));
   lua_pop(L, 1);
@@ -445,7 +767,9 @@ int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf) {
   lua->stage_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "collect");
   lua->collect_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pop(L, 2); /* the processor and the runtime module */
+  lua_getfield(L, -1, "passthrough");
+  lua->passthrough = lua_toboolean(L, -1);
+  lua_pop(L, 3); /* passthrough, the processor and the runtime module */
   *out = lua;
   return KG_OK;
 }
@@ -456,7 +780,34 @@ void kg_lua_destroy(kg_lua_t *lua) {
   free(lua);
 }
 
+/* The processor's work for a pass-through job, without Lua: each payload to the writer as it is, as
+ * gobblin.runtime's process would write the record view. An Avro datum that the output must have resolved or
+ * encoded again stops the loop with *REST set: the rest of the batch goes to Lua. Returns KG_OK, or KG_ELUA for a
+ * write the sink refused (the sink holds the real error). */
+static int passthrough(kg_batch_t *batch, bool *rest, char *errbuf) {
+  *rest = false;
+  while (batch->next < batch->count) {
+    const kg_record_t *r = &batch->records[batch->next];
+    if (r->datum_ptr && r->schema != batch->output_schema) {
+      *rest = true;
+      return KG_OK;
+    }
+    batch->next++;
+    int rc = kg_ffi_batch_emit_value(batch, r);
+    if (rc)
+      return kg_fail(errbuf, KG_ELUA,
+                     "the writer failed (error %d) on the output of %s:%d offset %.0f; the batch stops here", rc,
+                     r->topic_ptr, r->partition, r->offset);
+  }
+  return KG_OK;
+}
+
 int kg_lua_process(kg_lua_t *lua, kg_batch_t *batch, char *errbuf) {
+  if (lua->passthrough) {
+    bool rest;
+    int rc = passthrough(batch, &rest, errbuf);
+    if (rc || !rest) return rc;
+  }
   lua_rawgeti(lua->L, LUA_REGISTRYINDEX, lua->process_ref);
   lua_pushlightuserdata(lua->L, batch);
   return protected_call(lua->L, 1, 0, errbuf);

@@ -1,10 +1,10 @@
 /* fuzz_record.c: libFuzzer target for the record path: random records (payloads, keys, nulls, sizes)
- * through the Lua bridge (KafkaSimpleSource, and a job that decodes JSON and fans out through converters)
- * and into the simple writer, with and without size prefixes; then the same records through a task's whole
- * record path (task.c, as `kingest test` drives it: decodeRecord, the converters, decode.error.policy, the
- * outputs and their rolling, quarantine) with a job whose fate for each record is known from its bytes, and
- * every record is checked against it: records in = written + dropped + failed (skipped or quarantined), the
- * outputs and bytes each record adds, and the task's own counts. */
+ * through the Lua bridge (KafkaSimpleSource, and a job that decodes JSON with gobblin.json or cjson and fans out
+ * through converters, its tables written back by gobblin.json) and into the simple writer, with and without size
+ * prefixes; then the same records through a task's whole record path (task.c, as `kingest test` drives it:
+ * decodeRecord, the converters, decode.error.policy, the outputs and their rolling, quarantine) with a job whose
+ * fate for each record is known from its bytes, and every record is checked against it: records in = written +
+ * dropped + failed (skipped or quarantined), the outputs and bytes each record adds, and the task's own counts. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,13 +24,16 @@ static char writer_path[256];
 
 static const char *job =
     "local cjson = require('cjson.safe')\n"
+    "local json = require('gobblin.json')\n"
     "local gobblin = require('gobblin')\n"
     "return {\n"
     "  decodeRecord = function(msg, ctx)\n"
     "    local v = msg:value()\n"
     "    if v == nil then return nil end\n"
     "    if #v > 0 and v:byte(1) == 33 then error('bang at ' .. ctx.offset) end\n"
-    "    local t = cjson.decode(v)\n"
+    "    local ok, t = pcall(json.decode, msg)\n" /* the payload read in place, by gobblin.json */
+    "    if ok and type(t) == 'table' then return t end\n"
+    "    if #v % 2 == 0 then t = cjson.decode(v) end\n"
     "    if type(t) == 'table' then return t end\n"
     "    return v\n"
     "  end,\n"

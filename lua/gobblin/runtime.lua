@@ -241,19 +241,13 @@ local function log_function(level, prefix)
   end
 end
 
-local cjson_encode
-local function encode_table(t)
-  if not cjson_encode then
-    local cjson = require("cjson").new()
-    cjson.encode_sparse_array(true)
-    cjson_encode = cjson.encode
-  end
-  return cjson_encode(t)
-end
+local json = require("gobblin.json")
+local encode_table, encode_staged = json.encode, json.encode_staged
 
 -- Builds the task's processor for the job file at PATH (nil: a properties job with the built-in source).
 -- Returns a table: process(batch pointer), stage() (what ran when the last error happened: "decodeRecord"
--- or "converter N") and collect() (the script's metrics as name -> number).
+-- or "converter N"), collect() (the script's metrics as name -> number) and passthrough (true when process
+-- would write each payload as it is).
 function M.processor(path)
   return M.job_processor(path and M.load_job(path) or {})
 end
@@ -273,7 +267,7 @@ function M.job_processor(job)
       return simple(rec, c)
     end
   end
-  local emit, emit_value = C.kg_ffi_batch_emit, C.kg_ffi_batch_emit_value
+  local emit, emit_value, emit_json = C.kg_ffi_batch_emit, C.kg_ffi_batch_emit_value, C.kg_ffi_json_emit
   local registry = metrics.new(function() return tonumber(C.kg_ffi_clock_mono_ms()) / 1000 end)
   local conv_in, conv_out = registry:counter("gobblin.converter.records.in"), registry:counter("gobblin.converter.records.out")
   if nchain == 0 then conv_in, conv_out = { inc = function() end }, { inc = function() end } end
@@ -283,9 +277,13 @@ function M.job_processor(job)
   local ctx = { metrics = registry, job = job }
   -- ctx.output_schema: the output's Avro schema (nil when the output is not Avro), parsed when first asked for,
   -- so that a job that never looks at it does not depend on it.
+  -- ctx.record: the record view, made when asked for (a view stored in ctx for every record would be an
+  -- allocation per record that LuaJIT could not leave out).
   local output_index = -1
+  local current_records, current = nil, -1
   setmetatable(ctx, {
     __index = function(_, key)
+      if key == "record" then return current >= 0 and current_records[current] or nil end
       if key == "output_schema" and output_index >= 0 then return gffi.schema(output_index) end
     end,
   })
@@ -362,33 +360,34 @@ function M.job_processor(job)
     elseif batch.output_schema >= 0 and (t == "table" or t == "number" or t == "boolean") then
       rc = write_avro(batch, batch.output_schema, out)
     elseif t == "table" then
-      local s = encode_table(out)
-      rc = emit(batch, s, #s)
+      encode_staged(out) -- the JSON text goes to the writer without a Lua string made of it
+      rc = emit_json(batch)
     else
       error("the record to write is a " .. t .. " (" .. tostring(out) .. "); expected a string, a table or the record view", 0)
     end
     if rc ~= 0 then write_failed(rc) end
   end
 
-  -- Runs converters FROM..nchain on VALUE and writes what comes out.
-  local function convert(batch, value, from)
-    for i = from, nchain do
-      stage = i
-      conv_in:inc()
-      value = chain[i](value, ctx)
-      if value == nil then return end
-      if is_many(value) then
-        local records = value.records
-        for j = 1, value.n do
-          conv_out:inc()
-          local r = records[j]
-          if r ~= nil then convert(batch, r, i + 1) end
-        end
-        return
+  -- Runs converters I..nchain on VALUE and writes what comes out. One converter per call, by a tail call to the
+  -- next: a loop of a few turns per record is what LuaJIT compiles worst.
+  local convert
+  convert = function(batch, value, i)
+    if i > nchain then return write(batch, value) end
+    stage = i
+    conv_in:inc()
+    value = chain[i](value, ctx)
+    if value == nil then return end
+    if is_many(value) then
+      local records = value.records
+      for j = 1, value.n do
+        conv_out:inc()
+        local r = records[j]
+        if r ~= nil then convert(batch, r, i + 1) end
       end
-      conv_out:inc()
+      return
     end
-    write(batch, value)
+    conv_out:inc()
+    return convert(batch, value, i + 1)
   end
 
   local function process(ptr)
@@ -398,6 +397,7 @@ function M.job_processor(job)
     if n == 0 then return end
     local first = records[0]
     output_index = batch.output_schema
+    current_records = records
     ctx.topic = ffi_string(first.topic_ptr)
     ctx.partition = first.partition
     local key = ctx.topic .. ":" .. ctx.partition
@@ -413,7 +413,7 @@ function M.job_processor(job)
       local rec = records[i]
       ctx.offset = rec.offset
       ctx.timestamp = rec.timestamp
-      ctx.record = rec
+      current = i
       stage = 0
       local value = decode(rec, ctx)
       if value ~= nil then
@@ -429,13 +429,18 @@ function M.job_processor(job)
         end
       end
     end
+    current = -1
   end
 
   local function stage_name()
     return stage == 0 and "decodeRecord" or ("converter " .. stage)
   end
 
-  return { process = process, stage = stage_name, collect = function() return registry:snapshot() end }
+  -- passthrough: each record's payload goes to the writer as it is (KafkaSimpleSource, no converter, no
+  -- partition hook), so the engine may write a batch's records itself without calling process.
+  local passthrough = decode == require("gobblin.source.kafka_simple").decodeRecord and nchain == 0 and not partition
+  return { process = process, stage = stage_name, collect = function() return registry:snapshot() end,
+    passthrough = passthrough }
 end
 
 return M

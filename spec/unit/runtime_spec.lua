@@ -16,6 +16,17 @@ describe("gobblin.runtime", function()
       assert.same({ "one", "", "a\0b\255", "", big }, out)
     end)
 
+    it("says it is a pass-through, which the engine then writes without calling it, only when no code runs",
+      function()
+        assert.is_true(runtime.processor(nil).passthrough)
+        assert.is_true(processor([[return { source = "gobblin.source.kafka_simple" }]]).passthrough)
+        assert.is_false(processor([[return { decodeRecord = function(m) return m end }]]).passthrough)
+        assert.is_false(processor([[return { converters = { function(r) return r end } }]]).passthrough)
+        assert.is_false(processor([[return { source = "gobblin.source.kafka_json" }]]).passthrough)
+        assert.is_false(processor([[return { ["writer.partitioner.class"] = "TimeBasedWriterPartitioner",
+          partition = function() return 0 end }]]).passthrough)
+      end)
+
     it("handles an empty batch", function()
       local out, errors = B.run(runtime.processor(nil), {})
       assert.same({}, out)
@@ -34,6 +45,17 @@ describe("gobblin.runtime", function()
       local out = B.run(p, { { value = "a" }, { value = "drop" }, { value = "table" }, { value = "b" } })
       assert.same({ "A", '{"n":1}', "B" }, out)
     end)
+
+    it("writes a table with gobblin.json: 64-bit integers and doubles exactly, from a payload read in place",
+      function()
+        local p = processor([[local json = require("gobblin.json")
+          return { decodeRecord = function(msg) return json.decode(msg) end }]])
+        local out = B.run(p, { { value = '{"id":12345678901234567890,"x":0.30000000000000004,"n":null}' } })
+        assert.are.equal(1, #out)
+        assert.truthy(out[1]:find('"id":12345678901234567890', 1, true), out[1])
+        assert.truthy(out[1]:find('"x":0.30000000000000004', 1, true), out[1])
+        assert.truthy(out[1]:find('"n":null', 1, true), out[1])
+      end)
 
     it("sees the record's key, topic, partition, offset and timestamp", function()
       local p = processor([[return { decodeRecord = function(msg, ctx)

@@ -1,7 +1,6 @@
 -- gobblin.converter: ready-made converters. Each function returns a converter, function(record, ctx),
 -- to put in a job's `converters` list.
-local cjson = require("cjson.safe")
-local ffi = require("ffi")
+local json = require("gobblin.json")
 
 local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
 
@@ -16,33 +15,28 @@ local function bytes_of(record)
 end
 M.bytes_of = bytes_of
 
--- bytes_to_json: parses the record's bytes as JSON into a Lua table. A null payload is dropped; bytes
--- that are not JSON raise an error (handled by decode.error.policy). OPTS.null: the value JSON null
--- becomes (default cjson.null, a lightuserdata that json_to_bytes writes back as null).
+-- bytes_to_json: parses the record's bytes as JSON into a Lua table (gobblin.json; a record view's payload is read
+-- where it is, without a Lua string made of it). A null payload is dropped; bytes that are not JSON raise an error
+-- (handled by decode.error.policy). JSON null is json.null (cjson.null). OPTS.max_depth: how deep arrays and
+-- objects may nest (default 100).
 function M.bytes_to_json(opts)
   opts = opts or {}
-  local decoder = cjson.new()
-  decoder.decode_max_depth(opts.max_depth or 100)
+  local max_depth = opts.max_depth or 100
+  local decode = json.decode
   return function(record)
-    local s = bytes_of(record)
-    if s == nil then return nil end
-    local v, err = decoder.decode(s)
-    if v == nil and err then error("invalid JSON: " .. err, 0) end
-    return v
+    local t = type(record)
+    if t ~= "string" and t ~= "cdata" then error("expected bytes (a string or a record), got " .. t, 0) end
+    return decode(record, max_depth)
   end
 end
 
--- json_to_bytes: serialises a Lua table as JSON text. Strings and record views pass through unchanged.
+-- json_to_bytes: serialises a Lua table as JSON text (gobblin.json). Strings and record views pass through
+-- unchanged.
 function M.json_to_bytes(opts)
-  local encoder = cjson.new()
-  encoder.encode_sparse_array(true)
+  local encode = json.encode
   return function(record)
     local t = type(record)
-    if t == "table" then
-      local s, err = encoder.encode(record)
-      if not s then error("cannot encode as JSON: " .. tostring(err), 0) end
-      return s
-    end
+    if t == "table" then return encode(record) end
     if t == "string" or t == "cdata" then return record end
     error("json_to_bytes expects a table, got " .. t, 0)
   end
@@ -61,7 +55,6 @@ function M.json_to_avro(schema)
   elseif schema ~= nil and getmetatable(schema) ~= avro.Schema then
     error("json_to_avro expects a schema (avro.schema(text)) or its JSON text, got " .. type(schema), 2)
   end
-  local decoder = cjson.new()
   local parsed_text, parsed -- a job schema given as text, parsed once
   return function(record, ctx)
     local s = schema or (ctx and ctx.output_schema)
@@ -72,30 +65,34 @@ function M.json_to_avro(schema)
     end
     local value = record
     if type(record) ~= "table" then
-      local text = bytes_of(record)
-      if text == nil then return nil end
-      local err
-      value, err = decoder.decode(text)
-      if value == nil and err then error("invalid JSON: " .. err, 0) end
+      local t = type(record)
+      if t ~= "string" and t ~= "cdata" then error("expected bytes (a string or a record), got " .. t, 0) end
+      value = json.decode(record)
     end
-    if value == nil or value == cjson.null then return nil end
+    if value == nil or value == json.null then return nil end
     return s:check(value)
   end
 end
 
--- project: keeps only FIELDS (an array of names) of a table record; missing fields stay missing.
+-- project: keeps only FIELDS (an array of names) of a table record; missing fields stay missing. The converter is
+-- generated for FIELDS (one table constructor, no loop), which LuaJIT compiles into a copy of a presized table.
 function M.project(fields)
   if type(fields) ~= "table" or #fields == 0 then error("project expects a non-empty array of field names", 2) end
-  local n = #fields
-  return function(record)
-    if type(record) ~= "table" then error("project expects a table record, got " .. type(record), 0) end
-    local out = {}
-    for i = 1, n do
-      local f = fields[i]
-      out[f] = record[f]
+  local items = {}
+  for i = 1, #fields do
+    local f = fields[i]
+    if type(f) ~= "string" and type(f) ~= "number" then
+      error("project expects an array of field names; item " .. i .. " is a " .. type(f), 2)
     end
-    return out
+    local k = type(f) == "string" and string.format("%q", f) or tostring(f)
+    items[i] = "[" .. k .. "] = record[" .. k .. "]"
   end
+  local source = "local type, error = ...\n" ..
+    "return function(record)\n" ..
+    "  if type(record) ~= 'table' then error('project expects a table record, got ' .. type(record), 0) end\n" ..
+    "  return { " .. table.concat(items, ", ") .. " }\n" ..
+    "end\n"
+  return assert(loadstring(source, "=gobblin.converter.project"))(type, error)
 end
 
 -- rename: renames fields of a table record by MAPPING (old name -> new name); other fields are kept.
