@@ -2,6 +2,7 @@
 -- CAP_SYS_ADMIN): where `mount -t tmpfs` fails, the spec exits with status 77 before running anything, which
 -- ctest reports as skipped (SKIP_RETURN_CODE in spec/CMakeLists.txt), never as passed.
 local H = require("support.harness")
+local W = require("support.big_writes")
 
 local mnt = H.tmp .. "/" .. H.unique("full_disk")
 os.execute("mkdir -p " .. H.q(mnt))
@@ -14,8 +15,6 @@ do
   end
 end
 
-local records, concat = H.records, H.concat
-
 local function job(label, topic, extra)
   local c = { name = "Disk_" .. label, topic = topic, work = H.workdir("disk_" .. label) }
   c.file = H.job({ dir = c.work, name = c.name, topics = topic, code = extra })
@@ -27,38 +26,10 @@ local function run(c, env)
   return H.run(c.file, c.work, env)
 end
 
--- A job that already ran once (3 small records published, offset 3 stored), then N records of 20 KB each.
 local function big_records(label, n, extra)
-  local topic = H.unique("disk_" .. label)
-  H.create_topic(topic, 1)
-  local small = records(topic, 0, 0, 2)
-  H.produce(topic, small, 0)
-  local c = job(label, topic, extra)
-  local code, _, err = run(c)
-  assert.are.equal(0, code, err)
-  local big = {}
-  for i = 3, n + 2 do big[#big + 1] = string.format("%s-0-%d:%s", topic, i, string.rep("x", 20000)) end
-  H.produce(topic, big, 0)
-  c.small, c.all, c.n = small, concat(small, big), n
-  c.published = H.snapshot(c.work .. "/job-output")
-  return c
+  return W.big_records("disk_" .. label, n, function(topic) return job(label, topic, extra) end)
 end
-
--- The failed run left no trace: same published files, same stored offset, no task data.
-local function assert_no_trace(c)
-  assert.same(c.published, H.snapshot(c.work .. "/job-output"))
-  assert.same({ [c.topic .. ":0"] = 3 }, H.stored_offsets(c.work, c.name))
-  assert.same({}, H.files(c.work .. "/task-data"))
-end
-
-local function assert_rerun_pulls_everything_once(c, env)
-  local code, _, err = run(c, env)
-  assert.are.equal(0, code, err)
-  assert.truthy(err:find("Extracted " .. c.n .. " data records", 1, true), err)
-  assert.same(c.all, H.output_lines(c.output))
-  assert.same({ [c.topic .. ":0"] = c.n + 3 }, H.stored_offsets(c.work, c.name))
-  assert.same({}, H.files(c.work .. "/task-data"))
-end
+local assert_no_trace, assert_rerun_pulls_everything_once = W.assert_no_trace, W.assert_rerun_pulls_everything_once
 
 describe("on a full disk", function()
   teardown(function()

@@ -5,6 +5,7 @@
 -- rerun finishes, and that the output holds every record exactly once (checked against what was produced) with
 -- the stored offsets (sqlite3) where they should be.
 local H = require("support.harness")
+local W = require("support.big_writes")
 
 local busy_decode = H.slow_decode
 
@@ -297,39 +298,11 @@ describe("records deleted while their partition is read", function()
 end)
 
 describe("a write that fails", function()
-  -- A job that already ran once (3 small records published, offset 3 stored), then N records of 20 KB each.
-  -- The writer buffers 1 MB: 40 records fail when the file is flushed as the task ends, 80 while writing.
+  -- The writer buffers 1 MB: 40 records of 20 KB fail when the file is flushed as the task ends, 80 while writing.
   local function big_records(label, n, props, extra)
-    local topic = H.unique("write_" .. label)
-    H.create_topic(topic, 1)
-    local small = records(topic, 0, 0, 2)
-    H.produce(topic, small, 0)
-    local c = job(label, H.bootstrap(), topic, props, extra)
-    local code, _, err = run(c)
-    assert.are.equal(0, code, err)
-    local big = {}
-    for i = 3, n + 2 do big[#big + 1] = string.format("%s-0-%d:%s", topic, i, string.rep("x", 20000)) end
-    H.produce(topic, big, 0)
-    c.small, c.all, c.n = small, concat(small, big), n
-    c.published = H.snapshot(c.work .. "/job-output")
-    return c
+    return W.big_records("write_" .. label, n, function(topic) return job(label, H.bootstrap(), topic, props, extra) end)
   end
-
-  -- The failed run left no trace: same published files, same stored offset, no task data.
-  local function assert_no_trace(c)
-    assert.same(c.published, H.snapshot(c.work .. "/job-output"))
-    assert.same({ [c.topic .. ":0"] = 3 }, H.stored_offsets(c.work, c.name))
-    assert.same({}, H.files(c.work .. "/task-data"))
-  end
-
-  local function assert_rerun_pulls_everything_once(c, env)
-    local code, _, err = run(c, env)
-    assert.are.equal(0, code, err)
-    assert.truthy(err:find("Extracted " .. c.n .. " data records", 1, true), err)
-    assert.same(c.all, H.output_lines(c.output))
-    assert.same({ [c.topic .. ":0"] = c.n + 3 }, H.stored_offsets(c.work, c.name))
-    assert.same({}, H.files(c.work .. "/task-data"))
-  end
+  local assert_no_trace, assert_rerun_pulls_everything_once = W.assert_no_trace, W.assert_rerun_pulls_everything_once
 
   it("past a file-size limit (ulimit -f) fails the task with the file and 'File too large', commits nothing, and a rerun succeeds", function()
     local c = big_records("fsize", 40)
