@@ -261,14 +261,16 @@ char *kg_xasprintf(const char *fmt, ...) {
   return s;
 }
 
+void kg_buf_grow(kg_buf_t *buf, size_t n) {
+  size_t cap = buf->cap ? buf->cap : 64;
+  while (cap < buf->len + n + 1)
+    cap *= 2;
+  buf->data = kg_xrealloc(buf->data, cap);
+  buf->cap = cap;
+}
+
 void kg_buf_append(kg_buf_t *buf, const void *p, size_t n) {
-  if (buf->len + n + 1 > buf->cap) {
-    size_t cap = buf->cap ? buf->cap : 64;
-    while (cap < buf->len + n + 1)
-      cap *= 2;
-    buf->data = kg_xrealloc(buf->data, cap);
-    buf->cap = cap;
-  }
+  kg_buf_reserve(buf, n);
   if (n) memcpy(buf->data + buf->len, p, n);
   buf->len += n;
   buf->data[buf->len] = '\0';

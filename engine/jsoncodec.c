@@ -469,7 +469,7 @@ static const char escape_class[256] = {
 
 void kg_jc_write_string(kg_buf_t *out, const char *s, size_t n) {
   /* At most 6 bytes for each byte, and the quotes. */
-  char *w = kg_jc_reserve(out, n * 6 + 2), *start = w;
+  char *w = kg_buf_reserve(out, n * 6 + 2), *start = w;
   *w++ = '"';
   const char *end = s + n;
   while (s < end) {
@@ -527,7 +527,7 @@ void kg_jc_write_integer(kg_buf_t *out, uint64_t v, bool negative) {
   char *w = digits_before(end, v);
   if (negative) *--w = '-';
   size_t n = (size_t)(end - w);
-  memcpy(kg_jc_reserve(out, n), w, n);
+  memcpy(kg_buf_reserve(out, n), w, n);
   out->len += n;
   out->data[out->len] = '\0';
 }
@@ -553,7 +553,7 @@ bool kg_jc_write_double(kg_buf_t *out, double d) {
       while (end - w <= k) /* at least one digit before the point */
         *--w = '0';
       size_t n = (size_t)(end - w), whole = n - (size_t)k;
-      char *o = kg_jc_reserve(out, n + 2);
+      char *o = kg_buf_reserve(out, n + 2);
       if (negative) *o++ = '-';
       memcpy(o, w, whole);
       o[whole] = '.';
@@ -583,7 +583,7 @@ bool kg_jc_write_double(kg_buf_t *out, double d) {
   snprintf(tmp, sizeof tmp, big ? "%.*e" : "%.*g", big ? lo - 1 : lo, d);
   uselocale(old);
   size_t n = strlen(tmp);
-  memcpy(kg_jc_reserve(out, n), tmp, n);
+  memcpy(kg_buf_reserve(out, n), tmp, n);
   out->len += n;
   out->data[out->len] = '\0';
   return true;

@@ -73,21 +73,9 @@ bool kg_jc_take_source(const char **data, size_t *len);
 void kg_jc_set_output(const char *data, size_t len);
 bool kg_jc_take_output(const char **data, size_t *len);
 
-/* Makes room for N more bytes (and a NUL) in OUT; returns where they go. */
-static inline char *kg_jc_reserve(kg_buf_t *out, size_t n) {
-  if (out->len + n + 1 > out->cap) {
-    size_t cap = out->cap ? out->cap : 256;
-    while (cap < out->len + n + 1)
-      cap *= 2;
-    out->data = kg_xrealloc(out->data, cap);
-    out->cap = cap;
-  }
-  return out->data + out->len;
-}
-
 /* Appends the byte C to OUT. */
 static inline void kg_jc_put(kg_buf_t *out, char c) {
-  char *w = kg_jc_reserve(out, 1);
+  char *w = kg_buf_reserve(out, 1);
   w[0] = c;
   w[1] = '\0';
   out->len++;

@@ -107,6 +107,13 @@ typedef struct {
   size_t cap;
 } kg_buf_t;
 
+/* Grows BUF to hold N more bytes and a NUL (kg_buf_reserve's slow path). */
+void kg_buf_grow(kg_buf_t *buf, size_t n);
+/* Makes room for N more bytes (and a NUL) in BUF; returns where they go. BUF->len is left to the caller. */
+static inline char *kg_buf_reserve(kg_buf_t *buf, size_t n) {
+  if (buf->len + n + 1 > buf->cap) kg_buf_grow(buf, n);
+  return buf->data + buf->len;
+}
 void kg_buf_append(kg_buf_t *buf, const void *p, size_t n);
 void kg_buf_appendf(kg_buf_t *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kg_buf_free(kg_buf_t *buf);
