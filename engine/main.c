@@ -953,11 +953,11 @@ static int state_set_offset(const kg_args_t *a, const kg_job_ref_t *r, kg_state_
   kg_partition_state_t *parts = NULL;
   size_t n = 0;
   if (!rc) rc = kg_state_partitions(*state, &parts, &n, err);
-  for (size_t i = 0; !rc && i < n; i++)
-    if (!strcmp(parts[i].topic, topic) && parts[i].partition == partition) {
-      had = true;
-      old = parts[i].next_offset;
-    }
+  const kg_partition_state_t *stored = rc ? NULL : kg_state_find(parts, n, topic, partition);
+  if (stored) {
+    had = true;
+    old = stored->next_offset;
+  }
   kg_state_free_partitions(parts, n);
   bool checked = false;
   if (!rc) rc = resolve_offset(r, topic, partition, a->positional[2], had, old, has(a, OPT_FORCE), &offset, &checked, err);
