@@ -16,7 +16,7 @@
  * starts) is tried again a few times with growing pauses. RENAME is not idempotent, so it is tried again only
  * when the NameNode cannot have done it: a refused connection or an answer saying the call failed. */
 #include <ctype.h>
-#include <curl/curl.h>
+#include "curl_api.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -48,9 +48,6 @@ typedef struct {
   long timeout_ms;    /* a metadata request's timeout, and an upload's longest stall, ms */
 } webhdfs_t;
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 /* ---- URLs ---------------------------------------------------------------------------------------------- */
 
@@ -202,9 +199,8 @@ static void perform(const webhdfs_t *w, const char *method, const char *url, upl
  * (any status: the caller judges it), or KG_EIO with the transport failure of the last try in ERRBUF. */
 static int request(const webhdfs_t *w, const char *method, const char *url, upload_t *upload, retry_t retry,
                    reply_t *r, char *errbuf) {
-  pthread_once(&curl_once, curl_init);
-  if (curl_init_rc != CURLE_OK)
-    return kg_fail(errbuf, KG_EIO, "libcurl failed to start: %s", curl_easy_strerror(curl_init_rc));
+  int rc = kg_curl_load(errbuf);
+  if (rc) return rc;
   int64_t started = kg_mono_ms(), pause = WEBHDFS_RETRY_PAUSE_MS;
   for (int attempt = 1;; attempt++) {
     perform(w, method, url, upload, r);

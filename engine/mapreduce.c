@@ -1,7 +1,7 @@
 /* mapreduce.c: the execute phase as a map-only Hadoop Streaming job (mapreduce.h). */
 #include "mapreduce.h"
 
-#include <curl/curl.h>
+#include "curl_api.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -210,6 +210,8 @@ static size_t on_answer(char *data, size_t size, size_t n, void *userdata) {
 }
 
 static void poll_tasks(poller_t *p, const char *url) {
+  char why[KG_ERRLEN];
+  if (kg_curl_load(why)) return; /* the progress lines are a courtesy: the job's own calls report the error */
   CURL *curl = curl_easy_init();
   if (!curl) return;
   kg_buf_t body = {0};

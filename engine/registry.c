@@ -6,7 +6,7 @@
  * schema by id, 't' and the topic's name for a topic's latest schema. */
 #include "registry.h"
 
-#include <curl/curl.h>
+#include "curl_api.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,9 +43,6 @@ struct kg_registry {
   int64_t requests;
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 static uint64_t hash_of(const uint8_t *key, size_t len) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -62,9 +59,7 @@ int kg_registry_new_with(const kg_registry_options_t *o, kg_registry_t **out, ch
   if (o->cache_size < 1 || o->attempts < 1 || o->expire_ms < 0 || o->retry_pause_ms < 0 || o->connect_timeout_ms < 1 ||
       o->request_timeout_ms < 1)
     return kg_fail(errbuf, KG_EINVAL, "schema registry options out of range");
-  pthread_once(&curl_once, curl_init);
-  if (curl_init_rc != CURLE_OK)
-    return kg_fail(errbuf, KG_EREGISTRY, "libcurl failed to start: %s", curl_easy_strerror(curl_init_rc));
+  if (kg_curl_load(errbuf)) return KG_EREGISTRY; /* ERRBUF says why */
   CURL *curl = curl_easy_init();
   if (!curl) return kg_fail(errbuf, KG_EREGISTRY, "libcurl failed to make a handle");
 

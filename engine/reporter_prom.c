@@ -4,7 +4,7 @@
  * during it. Every value is one run's: each report replaces the file and the job's group on the Pushgateway, so
  * the counts are gauges, not counters (README, "Prometheus", says why and lists the metrics). */
 #include <ctype.h>
-#include <curl/curl.h>
+#include "curl_api.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -573,9 +573,6 @@ static int write_atomically(const char *path, const char *data, size_t len, char
   return rc;
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 static size_t on_response(char *data, size_t size, size_t n, void *arg) {
   kg_buf_t *body = arg;
@@ -585,17 +582,23 @@ static size_t on_response(char *data, size_t size, size_t n, void *arg) {
 
 /* The URL of the job's group on the Pushgateway: <url>/metrics/job/<job.name, URL-escaped>. */
 static char *group_url(const kg_config_t *c) {
-  char *job = curl_easy_escape(NULL, c->job_name, 0);
-  char *url = kg_xasprintf("%s/metrics/job/%s", c->pushgateway_url, job ? job : c->job_name);
-  curl_free(job);
-  return url;
+  kg_buf_t url = {0};
+  kg_buf_appendf(&url, "%s/metrics/job/", c->pushgateway_url);
+  static const char hex[] = "0123456789ABCDEF";
+  for (const unsigned char *p = (const unsigned char *)c->job_name; *p; p++) {
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-._~", *p)) {
+      kg_buf_append(&url, p, 1);
+    } else {
+      char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+      kg_buf_append(&url, e, 3);
+    }
+  }
+  return url.data;
 }
 
 /* PUTs BODY to URL within TIMEOUT_MS (connecting included); an answer other than 2xx is an error. */
 static int push(const char *url, const char *body, size_t len, int64_t timeout_ms, char *errbuf) {
-  pthread_once(&curl_once, curl_init);
-  if (curl_init_rc != CURLE_OK)
-    return kg_fail(errbuf, KG_EIO, "libcurl failed to start: %s", curl_easy_strerror(curl_init_rc));
+  if (kg_curl_load(errbuf)) return KG_EIO; /* ERRBUF says why */
   CURL *curl = curl_easy_init();
   if (!curl) return kg_fail(errbuf, KG_EIO, "libcurl failed to start");
   char curl_err[CURL_ERROR_SIZE] = "";
