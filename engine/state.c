@@ -127,10 +127,14 @@ int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **ou
   }
   sqlite3_busy_timeout(s->db, 10000);
   char *err = NULL;
+  /* The tables and any added columns in one transaction: one sync of the journal, not one per statement. */
   if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, &err) != SQLITE_OK ||
-      sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK || migrate(s->db, &err) != SQLITE_OK) {
+      sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, &err) != SQLITE_OK ||
+      sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK || migrate(s->db, &err) != SQLITE_OK ||
+      sqlite3_exec(s->db, "COMMIT", NULL, NULL, &err) != SQLITE_OK) {
     int rc = kg_fail(errbuf, KG_ESTATE, "state store %s: %s", path, err ? err : "cannot initialise");
     sqlite3_free(err);
+    if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     kg_state_close(s);
     return rc;
   }
