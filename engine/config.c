@@ -190,7 +190,9 @@ static const kg_property_t properties[] = {
      .min = 1,
      .max = 1000000,
      KG_FIELD(batch_size),
-     .doc = "Records handed to the script per call."},
+     .doc = "Records handed to the script per call, at most: a batch also holds no more than about 1 MB of payloads "
+            "(at the partition's average record size), since its records stay in the Kafka client's buffers until "
+            "the next one."},
     {.name = "kafka.consumer.*",
      .type = KG_PROP_STRING,
      .doc = "Passed to librdkafka as `<name>` (security settings, `fetch.wait.max.ms`, `isolation.level` and the "

@@ -30,6 +30,12 @@
 #define KG_PREFETCH_RECORDS "10000"
 #endif
 #define KG_WAIT_SLICE_MS 25 /* one slice of a wait for records */
+/* The records a batch holds stay in librdkafka's fetch buffers until the next fetch, on top of the prefetch queue,
+ * so a batch is also bounded in bytes: as many records as KG_BATCH_BYTES holds at the partition's average record
+ * size (1,000 records of 10 KB would hold 10 MB a task). The first batch of a partition, its size not known yet,
+ * takes at most KG_FIRST_BATCH records. */
+#define KG_BATCH_BYTES (1 << 20)
+#define KG_FIRST_BATCH 64
 
 struct kg_kafka {
   rd_kafka_t *rk;
@@ -50,6 +56,7 @@ struct kg_kafka {
   char *pending_error;       /* an error that followed records already handed over; reported by the next fetch */
   int pending_rc;
   int64_t next_offset; /* the offset after the last record handed over */
+  double avg_len;      /* the partition's average payload bytes a record, as batches showed it; 0: none yet */
 };
 
 /* librdkafka's own log lines go to the engine's log at DEBUG: connection errors are reported once, as a
@@ -462,6 +469,7 @@ int kg_kafka_fetch_start(kg_kafka_t *k, const char *topic, int32_t partition, in
   k->queue = rd_kafka_queue_get_partition(k->rk, topic, partition);
   k->queue_filled = false;
   k->restarts = 0;
+  k->avg_len = 0;
   return KG_OK;
 }
 
@@ -486,6 +494,12 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     free(k->pending_error);
     k->pending_error = NULL;
     return rc;
+  }
+  if (k->avg_len <= 0) {
+    if (max > KG_FIRST_BATCH) max = KG_FIRST_BATCH;
+  } else if ((double)max * k->avg_len > KG_BATCH_BYTES) {
+    max = (int)(KG_BATCH_BYTES / k->avg_len);
+    if (max < 1) max = 1;
   }
   if (max > k->msgs_cap) {
     k->msgs = kg_xrealloc(k->msgs, (size_t)max * sizeof *k->msgs);
@@ -522,12 +536,14 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     }
     if (got != 0 || deadline - kg_mono_ms() <= 0) break;
   }
-  if (got > 0) k->restarts = 0;
-  if (got > 0 && k->queue) {
+  if (got > 0) {
+    k->restarts = 0;
     size_t batch_bytes = 0;
     for (ssize_t i = 0; i < got; i++)
       batch_bytes += k->msgs[i]->len;
-    note_queue_level(k, (size_t)got, rd_kafka_queue_length(k->queue), batch_bytes);
+    double avg = (double)batch_bytes / (double)got + 1; /* + 1: never 0, for empty payloads */
+    k->avg_len = k->avg_len > 0 ? (k->avg_len + avg) / 2 : avg;
+    if (k->queue) note_queue_level(k, (size_t)got, rd_kafka_queue_length(k->queue), batch_bytes);
   }
   if (got < 0)
     return kg_fail(errbuf, KG_EKAFKA, "fetch from %s:%d failed: %s", k->topic, k->partition,
