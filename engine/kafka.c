@@ -24,7 +24,7 @@
 #include <time.h>
 
 /* Records held in a partition's prefetch queue. librdkafka keeps each in an operation of a few hundred bytes besides
- * its payload, so for small records this bound, not the 16 MB of payloads, is what a reader's memory comes to. A
+ * its payload, so for small records this bound, not the 4 MB of payloads, is what a reader's memory comes to. A
  * queue that fills costs one restart of the fetcher (see above), so a smaller bound costs little speed. */
 #ifndef KG_PREFETCH_RECORDS
 #define KG_PREFETCH_RECORDS "10000"
@@ -80,8 +80,9 @@ static int make_conf(const kg_config_t *config, rd_kafka_conf_t **out, char *err
   int rc = set(conf, "bootstrap.servers", config->brokers, errbuf);
   if (!rc) rc = set(conf, "client.id", "kingest", errbuf);
   if (!rc) rc = set(conf, "enable.partition.eof", "true", errbuf);
-  /* Bounded prefetch per partition being read: at most KG_PREFETCH_RECORDS records or 16 MB. */
-  if (!rc) rc = set(conf, "queued.max.messages.kbytes", "16384", errbuf);
+  /* Bounded prefetch per partition being read: at most KG_PREFETCH_RECORDS records or 4 MB (four fetches of
+   * fetch.message.max.bytes, 1 MB: enough to keep a fetch going while the reader drains the rest). */
+  if (!rc) rc = set(conf, "queued.max.messages.kbytes", "4096", errbuf);
   if (!rc) rc = set(conf, "queued.min.messages", KG_PREFETCH_RECORDS, errbuf);
   /* Short: a partition's consume_stop waits for its in-flight fetch, and a task stops once per partition. */
   if (!rc) rc = set(conf, "fetch.wait.max.ms", "10", errbuf);

@@ -15,7 +15,7 @@ local V2 = '{"type":"record","name":"Event","namespace":"kingest.test","fields":
   '{"name":"country","type":"string","default":"unknown"},' ..
   '{"name":"score","type":["null","double"],"default":null}]}'
 
-local function trim(s) return (s:gsub("%s+$", "")) end
+local trim = H.trim
 
 local registry_url
 local function registry()

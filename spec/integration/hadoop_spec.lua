@@ -3,13 +3,9 @@
 -- killed and started again. Checked with curl and FsShell, not with kingest.
 local H = require("support.harness")
 
-local function hadoop(args)
-  local cmd = H.q(H.root .. "/scripts/hadoop")
-  for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
-  return H.sh(cmd)
-end
+local hadoop = H.hadoop
 
-local function trim(s) return (s:gsub("%s+$", "")) end
+local trim = H.trim
 
 local user = (function()
   local _, out = H.sh("id -un")

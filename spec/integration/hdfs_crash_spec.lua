@@ -35,12 +35,7 @@ local function campaign_on(title, staging, name)
       io.stderr:write("hdfs_crash_spec (" .. staging .. " task data): " .. Crash.summary(report) .. string.format(", %.1f s\n", report.seconds))
     end)
 
-    local function none_of(...)
-      for _, kind in ipairs({ ... }) do
-        assert.are.equal(0, report.kinds[kind] or 0,
-          kind .. " violations:\n" .. table.concat(report.violations, "\n") .. "\n" .. Crash.summary(report))
-      end
-    end
+    local function none_of(...) Crash.assert_none_of(report, ...) end
 
     it("survives the kills, at least 2 at each crash point and 2 at random times", function()
       assert.is_true(report.kills >= math.min(KILLS, 20), Crash.summary(report))

@@ -13,7 +13,7 @@ local function registry(args)
   return H.sh(cmd)
 end
 
-local function trim(s) return (s:gsub("%s+$", "")) end
+local trim = H.trim
 
 local avro = H.avro_produce
 

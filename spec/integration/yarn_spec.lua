@@ -3,19 +3,7 @@
 -- input line, whose output is read back with FsShell. Checked with Hadoop's own tools, not with kingest.
 local H = require("support.harness")
 
-local function hadoop(args)
-  local cmd = H.q(H.root .. "/scripts/hadoop")
-  for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
-  return H.sh(cmd)
-end
-
-local function trim(s) return (s:gsub("%s+$", "")) end
-
-local function lines(s)
-  local t = {}
-  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
-  return t
-end
+local hadoop, trim, lines = H.hadoop, H.trim, H.lines
 
 describe("scripts/hadoop on YARN", function()
   local dir, input, mapper

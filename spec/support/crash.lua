@@ -615,6 +615,15 @@ function Crash.summary(r)
     r.kills, table.concat(points, ", "), r.runs, r.produced, r.files, r.lost, r.doubled, #r.violations, r.seed)
 end
 
+-- Asserts that REPORT noted no violation of any of the KINDS given, with the violations and the summary.
+function Crash.assert_none_of(report, ...)
+  local assert = require("luassert")
+  for _, kind in ipairs({ ... }) do
+    assert.are.equal(0, report.kinds[kind] or 0,
+      kind .. " violations:\n" .. table.concat(report.violations, "\n") .. "\n" .. Crash.summary(report))
+  end
+end
+
 -- A whole campaign: setup, then cycles over Crash.SCENARIOS (OPTS.scenarios) until OPTS.kills kills were made
 -- (and, with OPTS.min_per_point, that many at each point of the scenarios), then the final checks.
 -- OPTS.progress_every: report progress every that many kills. Returns the report and the campaign.

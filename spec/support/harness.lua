@@ -352,6 +352,16 @@ function H.lines(text)
   return lines
 end
 
+-- S without its trailing white space (a command's output without its newline).
+function H.trim(s) return (s:gsub("%s+$", "")) end
+
+-- Runs scripts/hadoop with ARGS (each quoted): code, stdout, stderr.
+function H.hadoop(args)
+  local cmd = H.q(H.root .. "/scripts/hadoop")
+  for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
+  return H.sh(cmd)
+end
+
 -- The last non-empty line of TEXT ("" when there is none).
 function H.last_line(text)
   local lines = H.lines(text)

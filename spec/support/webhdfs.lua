@@ -11,14 +11,10 @@ local cjson = require("cjson")
 
 local W = {}
 
-local function trim(s) return (s:gsub("%s+$", "")) end
+local trim = H.trim
 
 -- Runs scripts/hadoop ARGS...; returns status, stdout, stderr.
-function W.hadoop(args)
-  local cmd = H.q(H.root .. "/scripts/hadoop")
-  for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
-  return H.sh(cmd)
-end
+W.hadoop = H.hadoop
 
 -- Like W.hadoop, but errors unless it succeeded; returns stdout.
 function W.hadoop_ok(args)
@@ -63,14 +59,23 @@ local function op_url(path, op, base, extra)
     extra or "")
 end
 
--- A GET of URL with curl (following redirects); returns the HTTP status and the body.
+-- A GET of URL with curl (following redirects); returns the HTTP status and the body. A server error or a
+-- failed connection is tried again for up to 15 s: a NameNode or DataNode that a spec has just restarted answers
+-- 5xx (an EOFException from a DataNode not yet registered again) for a moment, and that is not what is tested.
 local function get(url)
-  local out = os.tmpname()
-  local code, status, err = H.sh("curl -s -L -m 30 -o " .. H.q(out) .. " -w '%{http_code}' " .. H.q(url))
-  local body = H.slurp(out) or ""
-  os.remove(out)
-  assert(code == 0, "curl " .. url .. ": " .. err)
-  return tonumber(status), body
+  local deadline = H.now_ms() + 15000
+  while true do
+    local out = os.tmpname()
+    local code, status, err = H.sh("curl -s -L -m 30 -o " .. H.q(out) .. " -w '%{http_code}' " .. H.q(url))
+    local body = H.slurp(out) or ""
+    os.remove(out)
+    status = tonumber(status)
+    if (code == 0 and status and status < 500) or H.now_ms() >= deadline then
+      assert(code == 0, "curl " .. url .. ": " .. err)
+      return status, body
+    end
+    H.sleep(0.5)
+  end
 end
 
 -- The entries of folder PATH: { { name =, type = "FILE"|"DIRECTORY", length = } }, nil when it does not exist.
