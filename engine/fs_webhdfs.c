@@ -19,7 +19,6 @@
 #include "curl_api.h"
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <pwd.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -47,7 +46,6 @@ typedef struct {
   long connect_ms;    /* connect timeout, ms */
   long timeout_ms;    /* a metadata request's timeout, and an upload's longest stall, ms */
 } webhdfs_t;
-
 
 /* ---- URLs ---------------------------------------------------------------------------------------------- */
 

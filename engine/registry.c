@@ -43,7 +43,6 @@ struct kg_registry {
   int64_t requests;
 };
 
-
 static uint64_t hash_of(const uint8_t *key, size_t len) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
   for (size_t i = 0; i < len; i++)

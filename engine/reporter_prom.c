@@ -573,7 +573,6 @@ static int write_atomically(const char *path, const char *data, size_t len, char
   return rc;
 }
 
-
 static size_t on_response(char *data, size_t size, size_t n, void *arg) {
   kg_buf_t *body = arg;
   if (body->len < 512) kg_buf_append(body, data, size * n < 512 - body->len ? size * n : 512 - body->len);
