@@ -826,8 +826,8 @@ static void test_print_properties(void) {
       CHECK_CONTAINS(out, "\n| `kafka.consumer.<name>` | | ");
       CHECK_CONTAINS(out, "\n| `extract.limit.count.limit` (also `extract.limit.countLimit`) | | ");
       CHECK_CONTAINS(out, "\n| `simple.writer.delimiter` | `\\n` | ");
-      CHECK_CONTAINS(out, "\n| `kafka.fetch.batch.size` | `1000` | Records handed to the script per call. From `1` to "
-                          "`1000000`. |\n");
+      CHECK_CONTAINS(out, "\n| `kafka.fetch.batch.size` | `1000` | Records handed to the script per call, at most: ");
+      CHECK_CONTAINS(out, " until the next one. From `1` to `1000000`. |\n");
     } else {
       CHECK_CONTAINS(
           out, "\nkafka.brokers\n    Comma-separated host:port list of the Kafka brokers.\n    default: (none)\n");
