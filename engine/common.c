@@ -291,6 +291,19 @@ void kg_buf_appendf(kg_buf_t *buf, const char *fmt, ...) {
   free(s);
 }
 
+void kg_buf_append_url_escaped(kg_buf_t *buf, const char *s, bool keep_slash) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
+        *p == '_' || *p == '~' || (keep_slash && *p == '/')) {
+      kg_buf_append(buf, p, 1);
+    } else {
+      char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+      kg_buf_append(buf, e, 3);
+    }
+  }
+}
+
 void kg_buf_free(kg_buf_t *buf) {
   free(buf->data);
   buf->data = NULL;

@@ -49,25 +49,11 @@ typedef struct {
 
 /* ---- URLs ---------------------------------------------------------------------------------------------- */
 
-/* Appends S to OUT with every byte that is not unreserved in a URL (RFC 3986) as %XX; '/' stays when KEEP_SLASH. */
-static void append_escaped(kg_buf_t *out, const char *s, bool keep_slash) {
-  static const char hex[] = "0123456789ABCDEF";
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
-        *p == '_' || *p == '~' || (keep_slash && *p == '/')) {
-      kg_buf_append(out, p, 1);
-    } else {
-      char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-      kg_buf_append(out, e, 3);
-    }
-  }
-}
-
 /* The URL of operation OP on PATH, with EXTRA ("&name=value...", already escaped) appended. Owned by the caller. */
 static char *op_url(const webhdfs_t *w, const char *path, const char *op, const char *extra) {
   kg_buf_t b = {0};
   kg_buf_appendf(&b, "%s", w->base);
-  append_escaped(&b, path, true);
+  kg_buf_append_url_escaped(&b, path, true);
   kg_buf_appendf(&b, "?op=%s&user.name=%s%s", op, w->user, extra ? extra : "");
   return b.data;
 }
@@ -538,7 +524,7 @@ static int webhdfs_rename(kg_fs_t *fs, const char *src, const char *dst, char *e
    * {"boolean": false} for every failure, and moves SRC into DST when DST is a folder). */
   kg_buf_t extra = {0};
   kg_buf_appendf(&extra, "&renameoptions=NONE&destination=");
-  append_escaped(&extra, dst, true);
+  kg_buf_append_url_escaped(&extra, dst, true);
   char *url = op_url(w, src, "RENAME", extra.data);
   kg_buf_free(&extra);
   reply_t r = {0};
@@ -848,7 +834,7 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
   w->base = kg_xasprintf("http://%s:%ld/webhdfs/v1", host, port);
   w->name = kg_xasprintf("webhdfs://%s:%ld", host, port);
   kg_buf_t u = {0};
-  append_escaped(&u, user, false);
+  kg_buf_append_url_escaped(&u, user, false);
   w->user = u.data;
   free(host);
   free(user);

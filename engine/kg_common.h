@@ -116,6 +116,8 @@ static inline char *kg_buf_reserve(kg_buf_t *buf, size_t n) {
 }
 void kg_buf_append(kg_buf_t *buf, const void *p, size_t n);
 void kg_buf_appendf(kg_buf_t *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends S to BUF with every byte that is not unreserved in a URL (RFC 3986) as %XX; '/' stays when KEEP_SLASH. */
+void kg_buf_append_url_escaped(kg_buf_t *buf, const char *s, bool keep_slash);
 void kg_buf_free(kg_buf_t *buf);
 
 /* The edit distance between A and B (for "did you mean"), or LIMIT + 1 once it is sure to exceed LIMIT, and for

@@ -583,15 +583,7 @@ static size_t on_response(char *data, size_t size, size_t n, void *arg) {
 static char *group_url(const kg_config_t *c) {
   kg_buf_t url = {0};
   kg_buf_appendf(&url, "%s/metrics/job/", c->pushgateway_url);
-  static const char hex[] = "0123456789ABCDEF";
-  for (const unsigned char *p = (const unsigned char *)c->job_name; *p; p++) {
-    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-._~", *p)) {
-      kg_buf_append(&url, p, 1);
-    } else {
-      char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-      kg_buf_append(&url, e, 3);
-    }
-  }
+  kg_buf_append_url_escaped(&url, c->job_name, false);
   return url.data;
 }
 
