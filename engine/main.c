@@ -137,6 +137,15 @@ static const char *usage_state =
     "\n"
     "Exit status: 0 done; 1 failure; 2 bad usage; 3 the job is running.\n";
 
+/* Option lines that several usages share, in the columns of plan, run-task, validate and test. */
+#define USAGE_STRICT \
+  "      --strict           Refuse properties kingest does not know or does not implement (job.strict=true)\n"
+#define USAGE_LOG_AND_HELP                                         \
+  "  -l, --log-level LEVEL  debug, info (default), warn or error\n" \
+  "      --log-file FILE    Also append the log to FILE\n"            \
+  "      --log-format FMT   text (default) or json\n"                 \
+  "  -h, --help             Show this help\n"
+
 static const char *usage_plan =
     "Usage: kingest plan JOB [options]\n"
     "\n"
@@ -150,7 +159,7 @@ static const char *usage_plan =
     "  -l, --log-level LEVEL  debug, info, warn (default) or error\n"
     "      --log-file FILE    Also append the log to FILE\n"
     "      --log-format FMT   text (default) or json\n"
-    "      --strict           Refuse properties kingest does not know or does not implement (job.strict=true)\n"
+    USAGE_STRICT
     "  -h, --help             Show this help\n";
 
 static const char *usage_run_task =
@@ -165,10 +174,7 @@ static const char *usage_run_task =
     "\n"
     "Options:\n"
     "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR, else the current folder)\n"
-    "  -l, --log-level LEVEL  debug, info (default), warn or error\n"
-    "      --log-file FILE    Also append the log to FILE\n"
-    "      --log-format FMT   text (default) or json\n"
-    "  -h, --help             Show this help\n";
+    USAGE_LOG_AND_HELP;
 
 static const char *usage_validate =
     "Usage: kingest validate JOB [options]\n"
@@ -181,11 +187,8 @@ static const char *usage_validate =
     "Options:\n"
     "  -w, --work-dir DIR     Work dir the default paths are under (default: $GOBBLIN_WORK_DIR, else the\n"
     "                         current folder); nothing is written there\n"
-    "      --strict           Refuse properties kingest does not know or does not implement (job.strict=true)\n"
-    "  -l, --log-level LEVEL  debug, info (default), warn or error\n"
-    "      --log-file FILE    Also append the log to FILE\n"
-    "      --log-format FMT   text (default) or json\n"
-    "  -h, --help             Show this help\n"
+    USAGE_STRICT
+    USAGE_LOG_AND_HELP
     "\n"
     "Exit status: 0 the job is valid; 64 bad usage; 66 the job file cannot be read; 78 the job is not valid.\n";
 
@@ -207,11 +210,8 @@ static const char *usage_test =
     "      --timestamp MS     The records' timestamp, ms since the epoch (default: now)\n"
     "  -w, --work-dir DIR     Work dir the output paths are shown under (default: $GOBBLIN_WORK_DIR, else the\n"
     "                         current folder); nothing is written there\n"
-    "      --strict           Refuse properties kingest does not know or does not implement (job.strict=true)\n"
-    "  -l, --log-level LEVEL  debug, info (default), warn or error\n"
-    "      --log-file FILE    Also append the log to FILE\n"
-    "      --log-format FMT   text (default) or json\n"
-    "  -h, --help             Show this help\n"
+    USAGE_STRICT
+    USAGE_LOG_AND_HELP
     "\n"
     "Exit status: 0 every record passed; 1 a record failed in the script, or a run would fail the task; 64 bad\n"
     "usage; 65 stdin is not in the format; 66 the job file cannot be read; 74 stdin or a temporary file cannot\n"
