@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "jsoncodec.h"
+#include "lua_alloc.h"
 
 struct kg_lua {
   lua_State *L;
@@ -399,7 +400,7 @@ int kg_lua_open_json(lua_State *L) {
 /* A new state with the standard libraries and package.path set to lua/gobblin (lua_dir) and the folder of
  * JOB_FILE (may be NULL); NULL when out of memory. */
 static lua_State *state_new(const char *job_file) {
-  lua_State *L = luaL_newstate();
+  lua_State *L = kg_lua_state_new();
   if (!L) return NULL;
   luaL_openlibs(L);
   lua_getglobal(L, "os");
@@ -486,7 +487,7 @@ static int runtime_state(const char *job_file, lua_State **out, char *errbuf) {
   lua_getglobal(L, "require");
   lua_pushstring(L, "gobblin.runtime");
   if (protected_call(L, 1, 1, errbuf)) {
-    lua_close(L);
+    kg_lua_state_close(L);
     return KG_ELUA;
   }
   *out = L;
@@ -581,7 +582,7 @@ static kg_lua_job_t *loaded_job; /* main thread only */
 
 static void job_close(void) {
   if (!loaded_job) return;
-  lua_close(loaded_job->L);
+  kg_lua_state_close(loaded_job->L);
   free(loaded_job->job_file);
   free(loaded_job);
   loaded_job = NULL;
@@ -600,7 +601,7 @@ static int job_state(const char *job_file, kg_lua_job_t **out, char *errbuf) {
   lua_getfield(L, -1, "load_properties");
   lua_pushstring(L, job_file);
   if ((rc = protected_call(L, 1, 2, errbuf))) {
-    lua_close(L);
+    kg_lua_state_close(L);
     return rc;
   }
   static bool at_exit;
@@ -682,7 +683,7 @@ int kg_lua_job_describe(const char *job_file, kg_buf_t *out, char *errbuf) {
     }
   }
   lua_settop(L, top);
-  if (!job) lua_close(L);
+  if (!job) kg_lua_state_close(L);
   return rc;
 }
 
@@ -756,7 +757,7 @@ int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf) {
   else
     lua_pushnil(L);
   if (protected_call(L, 1, 1, errbuf)) {
-    lua_close(L);
+    kg_lua_state_close(L);
     return KG_ELUA;
   }
   kg_lua_t *lua = kg_xcalloc(1, sizeof *lua);
@@ -776,7 +777,7 @@ int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf) {
 
 void kg_lua_destroy(kg_lua_t *lua) {
   if (!lua) return;
-  lua_close(lua->L);
+  kg_lua_state_close(lua->L);
   free(lua);
 }
 

@@ -1,0 +1,204 @@
+/* lua_alloc.c: the slabs of the engine's Lua states (lua_alloc.h). */
+#include "lua_alloc.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLAB_SIZE ((size_t)64 * 1024) /* also the slabs' alignment: a block's slab is its address rounded down */
+#define CLASS_STEP 16
+#define NCLASSES 32
+#define SMALL_MAX (NCLASSES * CLASS_STEP) /* 512: larger objects come from malloc */
+#define KEEP_EMPTY 8                      /* empty slabs kept for the next cycle, per state */
+
+typedef struct block {
+  struct block *next;
+} block_t;
+
+/* A slab: this header, then blocks of one size class. */
+typedef struct slab {
+  struct slab *prev, *next; /* in its class's list of slabs with a free block (next only: the empty list) */
+  block_t *free;            /* blocks given back */
+  char *bump;               /* the first block never handed out */
+  uint32_t live;            /* blocks handed out and not given back */
+  uint32_t capacity;        /* blocks in the slab */
+  uint32_t cls;
+  uint32_t listed; /* in its class's list */
+} slab_t;
+
+#define HEADER (((sizeof(slab_t) + CLASS_STEP - 1) / CLASS_STEP) * CLASS_STEP)
+
+typedef struct {
+  slab_t *partial[NCLASSES]; /* per class, the slabs with a free block; the first is used first */
+  slab_t *empty;             /* empty slabs kept, at most KEEP_EMPTY */
+  size_t nempty, nslabs;
+  size_t small_bytes, large_bytes;
+} pool_t;
+
+static inline uint32_t class_of(size_t n) { return (uint32_t)((n - 1) / CLASS_STEP); }
+static inline size_t class_size(uint32_t c) { return (size_t)(c + 1) * CLASS_STEP; }
+
+static void list_add(pool_t *P, slab_t *s) {
+  s->prev = NULL;
+  s->next = P->partial[s->cls];
+  if (s->next) s->next->prev = s;
+  P->partial[s->cls] = s;
+  s->listed = 1;
+}
+
+static void list_remove(pool_t *P, slab_t *s) {
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    P->partial[s->cls] = s->next;
+  if (s->next) s->next->prev = s->prev;
+  s->prev = s->next = NULL;
+  s->listed = 0;
+}
+
+static slab_t *slab_take(pool_t *P, uint32_t c) {
+  slab_t *s = P->empty;
+  if (s) {
+    P->empty = s->next;
+    P->nempty--;
+  } else {
+    void *mem = NULL;
+    if (posix_memalign(&mem, SLAB_SIZE, SLAB_SIZE)) return NULL;
+    s = mem;
+    P->nslabs++;
+  }
+  s->free = NULL;
+  s->bump = (char *)s + HEADER;
+  s->live = 0;
+  s->cls = c;
+  s->capacity = (uint32_t)((SLAB_SIZE - HEADER) / class_size(c));
+  list_add(P, s);
+  return s;
+}
+
+static void *small_alloc(pool_t *P, uint32_t c) {
+  slab_t *s = P->partial[c];
+  if (!s && !(s = slab_take(P, c))) return NULL;
+  block_t *b = s->free;
+  if (b) {
+    s->free = b->next;
+  } else {
+    b = (block_t *)s->bump;
+    s->bump += class_size(c);
+  }
+  if (++s->live == s->capacity) list_remove(P, s);
+  P->small_bytes += class_size(c);
+  return b;
+}
+
+static void small_free(pool_t *P, void *p, uint32_t c) {
+  slab_t *s = (slab_t *)((uintptr_t)p & ~(uintptr_t)(SLAB_SIZE - 1));
+  if (s->cls != c || s->live == 0) {
+    /* LuaJIT gave back a block with a size it was not taken with: the state's memory can no longer be trusted. */
+    fprintf(stderr, "kingest: Lua state memory corrupt: block %p of %zu bytes freed as %zu\n", p, class_size(s->cls),
+            class_size(c));
+    abort();
+  }
+  block_t *b = p;
+  b->next = s->free;
+  s->free = b;
+  P->small_bytes -= class_size(c);
+  if (!s->listed) list_add(P, s); /* it was full */
+  if (--s->live) return;
+  list_remove(P, s);
+  if (P->nempty < KEEP_EMPTY) {
+    s->next = P->empty;
+    P->empty = s;
+    P->nempty++;
+  } else {
+    free(s);
+    P->nslabs--;
+  }
+}
+
+/* The lua_Alloc of the states: frees when N is 0, else allocates N bytes or resizes P from O bytes to N. */
+static void *state_alloc(void *ud, void *p, size_t o, size_t n) {
+  pool_t *P = ud;
+  if (!p) o = 0;
+  if (n == 0) {
+    if (!p) return NULL;
+    if (o <= SMALL_MAX) {
+      small_free(P, p, class_of(o));
+    } else {
+      P->large_bytes -= o;
+      free(p);
+    }
+    return NULL;
+  }
+  if (o > SMALL_MAX && n > SMALL_MAX) {
+    void *q = realloc(p, n);
+    if (q) P->large_bytes = P->large_bytes - o + n;
+    return q;
+  }
+  if (o && o <= SMALL_MAX && n <= SMALL_MAX && class_of(o) == class_of(n)) return p;
+  void *q;
+  if (n <= SMALL_MAX) {
+    q = small_alloc(P, class_of(n));
+  } else if ((q = malloc(n))) {
+    P->large_bytes += n;
+  }
+  if (!q) return NULL; /* LuaJIT raises its memory error; P is left as it was */
+  if (o) {
+    memcpy(q, p, o < n ? o : n);
+    state_alloc(ud, p, o, 0);
+  }
+  return q;
+}
+
+static int panic(lua_State *L) {
+  const char *msg = lua_tostring(L, -1);
+  fprintf(stderr, "kingest: unprotected error in a Lua state: %s\n", msg ? msg : "(not a string)");
+  return 0;
+}
+
+lua_State *kg_lua_state_new(void) {
+  pool_t *P = calloc(1, sizeof *P);
+  if (!P) return NULL;
+  lua_State *L = lua_newstate(state_alloc, P);
+  if (!L) {
+    free(P);
+    return NULL;
+  }
+  lua_atpanic(L, panic);
+  return L;
+}
+
+static void pool_free(pool_t *P) {
+  for (slab_t *s = P->empty, *next; s; s = next) {
+    next = s->next;
+    free(s);
+  }
+  for (uint32_t c = 0; c < NCLASSES; c++) {
+    for (slab_t *s = P->partial[c], *next; s; s = next) {
+      next = s->next;
+      free(s);
+    }
+  }
+  free(P);
+}
+
+void kg_lua_state_close(lua_State *L) {
+  if (!L) return;
+  void *ud = NULL;
+  lua_getallocf(L, &ud);
+  lua_close(L);
+  /* Everything the state held is given back now, so every slab is empty, and empty slabs are either kept or
+   * freed: what is left is in the lists, and nothing is full. */
+  pool_free(ud);
+}
+
+void kg_lua_alloc_stats(lua_State *L, size_t *slabs, size_t *empty, size_t *small, size_t *large) {
+  void *ud = NULL;
+  lua_getallocf(L, &ud);
+  pool_t *P = ud;
+  if (slabs) *slabs = P->nslabs;
+  if (empty) *empty = P->nempty;
+  if (small) *small = P->small_bytes;
+  if (large) *large = P->large_bytes;
+}
