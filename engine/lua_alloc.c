@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define SLAB_SIZE ((size_t)64 * 1024) /* also the slabs' alignment: a block's slab is its address rounded down */
 #define CLASS_STEP 16
@@ -57,15 +58,27 @@ static void list_remove(pool_t *P, slab_t *s) {
   s->listed = 0;
 }
 
+/* A slab's memory, mapped at a multiple of its size: pages of its own, which go back to the system when it is
+ * unmapped (from malloc, the freed slabs of one state stayed in its thread's arena and the next state, on
+ * another thread, took new ones). NULL when out of memory. */
+static void *slab_map(void) {
+  char *p = mmap(NULL, 2 * SLAB_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  char *aligned = (char *)(((uintptr_t)p + SLAB_SIZE - 1) & ~(uintptr_t)(SLAB_SIZE - 1));
+  if (aligned > p) munmap(p, (size_t)(aligned - p));
+  if (aligned + SLAB_SIZE < p + 2 * SLAB_SIZE) munmap(aligned + SLAB_SIZE, (size_t)(p + 2 * SLAB_SIZE - (aligned + SLAB_SIZE)));
+  return aligned;
+}
+
+static void slab_unmap(slab_t *s) { munmap(s, SLAB_SIZE); }
+
 static slab_t *slab_take(pool_t *P, uint32_t c) {
   slab_t *s = P->empty;
   if (s) {
     P->empty = s->next;
     P->nempty--;
   } else {
-    void *mem = NULL;
-    if (posix_memalign(&mem, SLAB_SIZE, SLAB_SIZE)) return NULL;
-    s = mem;
+    if (!(s = slab_map())) return NULL;
     P->nslabs++;
   }
   s->free = NULL;
@@ -112,7 +125,7 @@ static void small_free(pool_t *P, void *p, uint32_t c) {
     P->empty = s;
     P->nempty++;
   } else {
-    free(s);
+    slab_unmap(s);
     P->nslabs--;
   }
 }
@@ -172,12 +185,12 @@ lua_State *kg_lua_state_new(void) {
 static void pool_free(pool_t *P) {
   for (slab_t *s = P->empty, *next; s; s = next) {
     next = s->next;
-    free(s);
+    slab_unmap(s);
   }
   for (uint32_t c = 0; c < NCLASSES; c++) {
     for (slab_t *s = P->partial[c], *next; s; s = next) {
       next = s->next;
-      free(s);
+      slab_unmap(s);
     }
   }
   free(P);
