@@ -7,6 +7,19 @@
 #include <string.h>
 #include <sys/mman.h>
 
+/* Under AddressSanitizer, the leak checker does not look into mapped pages; the slabs hold the only pointers to
+ * the larger objects (from malloc), so each slab is a root region it scans. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KG_LSAN_ROOTS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KG_LSAN_ROOTS 1
+#endif
+#endif
+#ifdef KG_LSAN_ROOTS
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #define SLAB_SIZE ((size_t)64 * 1024) /* also the slabs' alignment: a block's slab is its address rounded down */
 #define CLASS_STEP 16
 #define NCLASSES 32
@@ -67,10 +80,18 @@ static void *slab_map(void) {
   char *aligned = (char *)(((uintptr_t)p + SLAB_SIZE - 1) & ~(uintptr_t)(SLAB_SIZE - 1));
   if (aligned > p) munmap(p, (size_t)(aligned - p));
   if (aligned + SLAB_SIZE < p + 2 * SLAB_SIZE) munmap(aligned + SLAB_SIZE, (size_t)(p + 2 * SLAB_SIZE - (aligned + SLAB_SIZE)));
+#ifdef KG_LSAN_ROOTS
+  __lsan_register_root_region(aligned, SLAB_SIZE);
+#endif
   return aligned;
 }
 
-static void slab_unmap(slab_t *s) { munmap(s, SLAB_SIZE); }
+static void slab_unmap(slab_t *s) {
+#ifdef KG_LSAN_ROOTS
+  __lsan_unregister_root_region(s, SLAB_SIZE);
+#endif
+  munmap(s, SLAB_SIZE);
+}
 
 static slab_t *slab_take(pool_t *P, uint32_t c) {
   slab_t *s = P->empty;
