@@ -191,18 +191,6 @@ static int panic(lua_State *L) {
   return 0;
 }
 
-lua_State *kg_lua_state_new(void) {
-  pool_t *P = calloc(1, sizeof *P);
-  if (!P) return NULL;
-  lua_State *L = lua_newstate(state_alloc, P);
-  if (!L) {
-    free(P);
-    return NULL;
-  }
-  lua_atpanic(L, panic);
-  return L;
-}
-
 static void pool_free(pool_t *P) {
   for (slab_t *s = P->empty, *next; s; s = next) {
     next = s->next;
@@ -217,13 +205,24 @@ static void pool_free(pool_t *P) {
   free(P);
 }
 
+lua_State *kg_lua_state_new(void) {
+  pool_t *P = calloc(1, sizeof *P);
+  if (!P) return NULL;
+  lua_State *L = lua_newstate(state_alloc, P);
+  if (!L) {
+    pool_free(P);
+    return NULL;
+  }
+  lua_atpanic(L, panic);
+  return L;
+}
+
 void kg_lua_state_close(lua_State *L) {
   if (!L) return;
   void *ud = NULL;
   lua_getallocf(L, &ud);
   lua_close(L);
-  /* Everything the state held is given back now, so every slab is empty, and empty slabs are either kept or
-   * freed: what is left is in the lists, and nothing is full. */
+  /* The state has given back everything it held: what slabs are left are the empty ones kept. */
   pool_free(ud);
 }
 
