@@ -38,8 +38,7 @@ typedef struct slab {
   uint32_t live;            /* blocks handed out and not given back */
   uint32_t capacity;        /* blocks in the slab */
   uint32_t cls;
-  uint32_t listed; /* in its class's list */
-} slab_t;
+} slab_t; /* in its class's list exactly when it has a free block (live < capacity) */
 
 #define HEADER (((sizeof(slab_t) + CLASS_STEP - 1) / CLASS_STEP) * CLASS_STEP)
 
@@ -58,7 +57,6 @@ static void list_add(pool_t *P, slab_t *s) {
   s->next = P->partial[s->cls];
   if (s->next) s->next->prev = s;
   P->partial[s->cls] = s;
-  s->listed = 1;
 }
 
 static void list_remove(pool_t *P, slab_t *s) {
@@ -68,7 +66,6 @@ static void list_remove(pool_t *P, slab_t *s) {
     P->partial[s->cls] = s->next;
   if (s->next) s->next->prev = s->prev;
   s->prev = s->next = NULL;
-  s->listed = 0;
 }
 
 /* A slab's memory, mapped at a multiple of its size: pages of its own, which go back to the system when it is
@@ -138,7 +135,7 @@ static void small_free(pool_t *P, void *p, uint32_t c) {
   b->next = s->free;
   s->free = b;
   P->small_bytes -= class_size(c);
-  if (!s->listed) list_add(P, s); /* it was full */
+  if (s->live == s->capacity) list_add(P, s); /* it was full */
   if (--s->live) return;
   list_remove(P, s);
   if (P->nempty < KEEP_EMPTY) {
