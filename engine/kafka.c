@@ -390,6 +390,27 @@ int kg_kafka_offset_for_time(kg_kafka_t *k, const char *topic, int32_t partition
   return list_offsets(k, topics, partitions, 1, time_ms, started, deadline, offset, errors, errbuf);
 }
 
+/* Up to MAX messages from queue Q (when RKT is NULL) or from partition PARTITION of RKT, whose queue is Q (NULL when
+ * not known). consume_batch returns when it has MAX messages or when its timeout passes, whichever comes first, so a
+ * reader that asked it for a full batch would sit idle beside the records it has until more came. So records
+ * already queued are taken without a wait; an empty queue is waited on, up to TIMEOUT_MS, for one message, and then
+ * whatever came with it is taken. *WAITED tells whether the queue was waited on. */
+static ssize_t take(rd_kafka_queue_t *q, rd_kafka_topic_t *rkt, int32_t partition, int timeout_ms,
+                    rd_kafka_message_t **msgs, size_t max, bool *waited) {
+#define KG_CONSUME(t, m, n) \
+  (rkt ? rd_kafka_consume_batch(rkt, partition, (t), (m), (n)) : rd_kafka_consume_batch_queue(q, (t), (m), (n)))
+  *waited = false;
+  if (q && rd_kafka_queue_length(q) > 0) return KG_CONSUME(0, msgs, max);
+  *waited = true;
+  ssize_t got = KG_CONSUME(timeout_ms, msgs, 1);
+  if (got == 1 && max > 1) {
+    ssize_t more = KG_CONSUME(0, msgs + 1, max - 1);
+    if (more > 0) got += more;
+  }
+  return got;
+#undef KG_CONSUME
+}
+
 /* Partitions read at once by kg_kafka_peek: each has a fetcher whose first answer may bring up to a fetch's worth of
  * records, so the batch bounds what planning holds in memory. */
 #define KG_PEEK_BATCH 64
@@ -417,7 +438,8 @@ int kg_kafka_peek(kg_kafka_t *k, const char *const *topics, const int32_t *parti
     while (nwaiting > 0) {
       int64_t left = deadline - kg_mono_ms();
       if (left <= 0) break;
-      ssize_t got = rd_kafka_consume_batch_queue(q, (int)(left < 100 ? left : 100), msgs, 256);
+      bool waited;
+      ssize_t got = take(q, NULL, -1, (int)(left < 100 ? left : 100), msgs, 256, &waited);
       for (ssize_t g = 0; g < got; g++) {
         rd_kafka_message_t *msg = msgs[g];
         const char *topic = msg->rkt ? rd_kafka_topic_name(msg->rkt) : "";
@@ -506,9 +528,8 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     k->msgs = kg_xrealloc(k->msgs, (size_t)max * sizeof *k->msgs);
     k->msgs_cap = max;
   }
-  /* consume_batch waits until it has MAX messages or its timeout passes, so the wait is taken in short slices and
-   * whatever came in a slice is returned: the end of a partition (an EOF event after offsets that hold no record,
-   * such as transaction markers) must not cost the whole timeout. */
+  /* The wait for records (see take) is taken in short slices, so that the end of a partition (an EOF event after
+   * offsets that hold no record, such as transaction markers) does not cost the whole timeout. */
   int64_t deadline = kg_mono_ms() + timeout_ms;
   ssize_t got;
   for (;;) {
@@ -526,8 +547,9 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     }
     int64_t left = deadline - kg_mono_ms();
     int slice = left > KG_WAIT_SLICE_MS ? KG_WAIT_SLICE_MS : left > 0 ? (int)left : 0;
-    got = rd_kafka_consume_batch(k->rkt, k->partition, slice, k->msgs, (size_t)max);
-    if (got == 0 && k->restarts == 1 && slice == KG_WAIT_SLICE_MS) {
+    bool waited;
+    got = take(k->queue, k->rkt, k->partition, slice, k->msgs, (size_t)max, &waited);
+    if (got == 0 && k->restarts == 1 && waited && slice == KG_WAIT_SLICE_MS) {
       /* Nothing for a whole slice since the restart. When a fetch was still in flight as the fetcher was
        * restarted, its answer (outdated, dropped by consume_batch) may have come just before the fetcher saw the
        * restart: the fetcher found the queue at its bound again and stopped, without a wake-up to come for up to a
