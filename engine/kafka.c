@@ -394,14 +394,14 @@ int kg_kafka_offset_for_time(kg_kafka_t *k, const char *topic, int32_t partition
  * not known). consume_batch returns when it has MAX messages or when its timeout passes, whichever comes first, so a
  * reader that asked it for a full batch would sit idle beside the records it has until more came. So records
  * already queued are taken without a wait; an empty queue is waited on, up to TIMEOUT_MS, for one message, and then
- * whatever came with it is taken. *WAITED tells whether the queue was waited on. */
+ * whatever came with it is taken. *WAITED (when not NULL) tells whether the queue was waited on. */
 static ssize_t take(rd_kafka_queue_t *q, rd_kafka_topic_t *rkt, int32_t partition, int timeout_ms,
                     rd_kafka_message_t **msgs, size_t max, bool *waited) {
 #define KG_CONSUME(t, m, n) \
   (rkt ? rd_kafka_consume_batch(rkt, partition, (t), (m), (n)) : rd_kafka_consume_batch_queue(q, (t), (m), (n)))
-  *waited = false;
-  if (q && rd_kafka_queue_length(q) > 0) return KG_CONSUME(0, msgs, max);
-  *waited = true;
+  bool empty = !q || rd_kafka_queue_length(q) == 0;
+  if (waited) *waited = empty;
+  if (!empty) return KG_CONSUME(0, msgs, max);
   ssize_t got = KG_CONSUME(timeout_ms, msgs, 1);
   if (got == 1 && max > 1) {
     ssize_t more = KG_CONSUME(0, msgs + 1, max - 1);
@@ -438,8 +438,7 @@ int kg_kafka_peek(kg_kafka_t *k, const char *const *topics, const int32_t *parti
     while (nwaiting > 0) {
       int64_t left = deadline - kg_mono_ms();
       if (left <= 0) break;
-      bool waited;
-      ssize_t got = take(q, NULL, -1, (int)(left < 100 ? left : 100), msgs, 256, &waited);
+      ssize_t got = take(q, NULL, -1, (int)(left < 100 ? left : 100), msgs, 256, NULL);
       for (ssize_t g = 0; g < got; g++) {
         rd_kafka_message_t *msg = msgs[g];
         const char *topic = msg->rkt ? rd_kafka_topic_name(msg->rkt) : "";
