@@ -286,6 +286,10 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
       rc = task_rc;
       KG_ERROR("%zu of %zu tasks failed; job.commit.policy=full: nothing is published and no offset moves", failed,
                job.ntasks);
+      /* What the tasks that succeeded wrote is not published either: the run wrote nothing. */
+      const char *written[] = {KG_M_RECORDS_WRITTEN, KG_M_BYTES_WRITTEN, KG_M_JOB_RECORDS_WRITTEN};
+      for (size_t i = 0; i < sizeof written / sizeof written[0]; i++)
+        kg_metrics_add(&job.metrics, written[i], -kg_metrics_get(&job.metrics, written[i]));
     } else if (failed) {
       KG_ERROR("%zu of %zu tasks failed; job.commit.policy=successful: committing the %zu tasks that succeeded", failed,
                job.ntasks, job.ntasks - failed);

@@ -52,6 +52,8 @@ struct kg_outputs {
   const kg_record_t *emitting; /* that record, NULL when no output was written since the batch began */
   mark_t *marks;
   size_t nmarks, marks_cap;
+  bool finished; /* kg_outputs_finish has run: what it handed over is what the counts say */
+  bool published; /* and it handed every file over (false: the task's files were removed) */
 };
 
 char *kg_task_file_path(const kg_config_t *c, const char *topic, const char *extract_id) {
@@ -330,6 +332,7 @@ int kg_outputs_error(const kg_outputs_t *run, char *errbuf) {
 
 void kg_outputs_written(const kg_outputs_t *run, int64_t *records, int64_t *bytes) {
   *records = *bytes = 0;
+  if (run->finished && !run->published) return; /* the task's files were removed: nothing of it is published */
   for (size_t i = 0; i < run->noutputs; i++) {
     const kg_output_t *o = &run->outputs[i];
     if (o->quarantine) continue;
@@ -371,10 +374,17 @@ int kg_outputs_finish(kg_outputs_t *run, bool ok, kg_task_result_t *result, char
       rc = hand_over(run, o, o->closed[k], result, err);
     if (!rc) remove_closed(run, o); /* nothing left there: the names only */
     if (rc || !o->writer) continue;
-    rc = kg_writer_close(o->writer, NULL, NULL, err);
+    /* The file's last counts come with its close: what the format puts last, and a buffering writer's last block
+     * (writer.h), are in the file only now. */
+    int64_t records = 0, bytes = 0;
+    rc = kg_writer_close(o->writer, &records, &bytes, err);
     o->writer = NULL;
     if (rc) continue;
+    o->closed_records += records;
+    o->closed_bytes += bytes;
     rc = hand_over(run, o, o->name, result, err);
   }
+  run->finished = true;
+  run->published = ok && rc == KG_OK;
   return ok ? rc : KG_OK;
 }

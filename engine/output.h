@@ -38,7 +38,10 @@ int kg_outputs_quarantine(kg_outputs_t *outputs, const kg_workunit_t *wu, const 
                           const char *error, char *errbuf);
 /* The first write error, as a code (KG_OK when none) with its message in ERRBUF. */
 int kg_outputs_error(const kg_outputs_t *outputs, char *errbuf);
-/* The records and bytes the writers hold, quarantined records aside: what the task has written so far. */
+/* The records and bytes of the task's output files, the quarantine files (FP/_errors) aside. While the task runs:
+ * what the writers hold so far, a compressed or Avro file's last block not yet (writer.h). After kg_outputs_finish:
+ * what the files handed to task output hold, byte for byte the files the commit publishes; 0 and 0 when the files
+ * were removed (a failed task, a failed finish). */
 void kg_outputs_written(const kg_outputs_t *outputs, int64_t *records, int64_t *bytes);
 
 /* Ends the outputs: when OK, closes each file and moves it to task output, adding it to RESULT's files (each with

@@ -470,10 +470,6 @@ void kg_task_run(kg_task_t *t) {
   kg_metrics_add(&t->result.metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
   /* Counted per batch, so a task that read nothing would lack the counter: report it as 0 like the others. */
   kg_metrics_add(&t->result.metrics, KG_M_RECORDS_READ, 0);
-  int64_t records_written, bytes_written;
-  kg_outputs_written(run->outputs, &records_written, &bytes_written);
-  kg_metrics_add(&t->result.metrics, KG_M_RECORDS_WRITTEN, (double)records_written);
-  kg_metrics_add(&t->result.metrics, KG_M_BYTES_WRITTEN, (double)bytes_written);
   if (run->lua) {
     char cerr[KG_ERRLEN];
     if (kg_lua_collect(run->lua, &t->result.metrics, cerr)) KG_WARN("cannot collect the script's metrics: %s", cerr);
@@ -489,6 +485,12 @@ void kg_task_run(kg_task_t *t) {
   /* Close the staging files and move them to task output; on failure remove them. */
   int out_rc = kg_outputs_finish(run->outputs, rc == KG_OK, &t->result, rc ? NULL : err);
   if (!rc) rc = out_rc;
+  /* Counted once the files are closed: a file's last block and trailer are written at its close, and a failed
+   * task's files are removed (0 written). */
+  int64_t records_written, bytes_written;
+  kg_outputs_written(run->outputs, &records_written, &bytes_written);
+  kg_metrics_add(&t->result.metrics, KG_M_RECORDS_WRITTEN, (double)records_written);
+  kg_metrics_add(&t->result.metrics, KG_M_BYTES_WRITTEN, (double)bytes_written);
   kg_task_close(run);
   t->result.elapsed_ms = kg_mono_ms() - start;
   t->result.succeeded = rc == KG_OK;

@@ -299,6 +299,84 @@ static void test_compressed(const char *dir) {
   }
 }
 
+/* The size of the file at PATH, -1 when there is none. */
+static int64_t file_size(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  fseek(f, 0, SEEK_END);
+  int64_t n = ftell(f);
+  fclose(f);
+  return n;
+}
+
+/* A task's outputs count, once finished, the bytes of the files they hand to task output: a compressed file's
+ * last block and trailer, which only its close writes, included; the quarantine file is not counted; a failed
+ * task's removed files count nothing. */
+static void test_outputs_written(const char *dir) {
+  for (int codec = 0; codec < 2; codec++) {
+    char job_dir[512], err[KG_ERRLEN];
+    snprintf(job_dir, sizeof job_dir, "%s/outputs%d", dir, codec);
+    kg_config_t c = {0};
+    c.path_type = KG_PATH_TABLENAME;
+    c.extract_namespace = "";
+    c.file_ext = codec ? "txt.gz" : "txt";
+    c.delimiter = "\n";
+    c.delimiter_len = 1;
+    c.codec = codec ? KG_CODEC_GZIP : KG_CODEC_NULL;
+    c.deflate_level = 6;
+    c.roll_records = 3; /* 7 records: files of 3, 3 and 1 */
+    c.final_dir = job_dir;
+    kg_task_spec_t spec = {.task_id = "task_T_1_0", .config = &c, .job_dir = job_dir, .extract_id = "1",
+                           .fs = kg_fs_local(), .writer = &kg_writer_simple};
+    kg_outputs_t *o = kg_outputs_new(&spec);
+    kg_outputs_select(o, "topic", NULL, 0);
+    kg_record_t records[7] = {{0}};
+    for (int i = 0; i < 7; i++) {
+      char line[32];
+      int n = snprintf(line, sizeof line, "line %d", i);
+      kg_outputs_batch_begin(o);
+      CHECK_INT(kg_outputs_emit(o, &records[i], -1, line, (size_t)n), KG_OK);
+    }
+    kg_workunit_t wu = {.topic = "topic"};
+    CHECK_INT(kg_outputs_quarantine(o, &wu, &records[0], "decodeRecord", "bad", err), KG_OK);
+    kg_task_result_t result = {0};
+    CHECK_INT(kg_outputs_finish(o, true, &result, err), KG_OK);
+    int64_t records_written = 0, bytes_written = 0, on_disk = 0;
+    kg_outputs_written(o, &records_written, &bytes_written);
+    size_t data_files = 0;
+    for (size_t i = 0; i < result.nfiles; i++) {
+      int64_t size = file_size(result.files[i].output);
+      CHECK(size > 0);
+      if (strstr(result.files[i].output, "/_errors/")) continue;
+      on_disk += size;
+      data_files++;
+    }
+    CHECK_INT(data_files, 3);
+    CHECK_INT(records_written, 7);
+    CHECK_INT(bytes_written, on_disk);
+    for (size_t i = 0; i < result.nfiles; i++) {
+      free(result.files[i].file_path);
+      free(result.files[i].output);
+      free(result.files[i].final);
+    }
+    free(result.files);
+    kg_outputs_destroy(o);
+
+    /* A failed task: its files are removed, and nothing is written. */
+    o = kg_outputs_new(&spec);
+    kg_outputs_select(o, "topic", NULL, 0);
+    kg_outputs_batch_begin(o);
+    CHECK_INT(kg_outputs_emit(o, &records[0], -1, "gone", 4), KG_OK);
+    kg_task_result_t failed = {0};
+    CHECK_INT(kg_outputs_finish(o, false, &failed, NULL), KG_OK);
+    kg_outputs_written(o, &records_written, &bytes_written);
+    CHECK_INT(records_written, 0);
+    CHECK_INT(bytes_written, 0);
+    CHECK_INT(failed.nfiles, 0);
+    kg_outputs_destroy(o);
+  }
+}
+
 int main(void) {
   char tmpl[] = "/tmp/kg-writer-XXXXXX";
   char *dir = mkdtemp(tmpl);
@@ -308,6 +386,7 @@ int main(void) {
   test_close_failure(dir);
   test_file_paths();
   test_compressed(dir);
+  test_outputs_written(dir);
   kg_fs_remove_tree(kg_fs_local(), dir, NULL);
   TEST_MAIN_END();
 }

@@ -215,3 +215,120 @@ describe("time-partitioned folders", function()
         { "partition", "writer.partitioner.class" })
     end)
 end)
+
+describe("bytes written", function()
+  local SCHEMA = '{"type":"record","name":"Line","fields":[{"name":"id","type":"long"},{"name":"text","type":"string"}]}'
+  -- Avro output: each line becomes a record of SCHEMA, encoded by the runtime.
+  local TO_AVRO = [[
+  decodeRecord = function(rec)
+    local v = rec:value()
+    return { id = tonumber(v:match("%d+")), text = v }
+  end,
+]]
+  -- The same, a line holding "bad" failing in the script (quarantined with decode.error.policy=quarantine).
+  local TO_AVRO_OR_FAIL = TO_AVRO:gsub("local v = rec:value%(%)", 'local v = rec:value()\n    if v:find("bad") then error("bad line") end')
+
+  -- The records of the published file PATH, counted by tools that are not kingest's: fastavro, zcat, zstd, wc.
+  local function records_in(path)
+    local cmd
+    if path:match("%.avro$") then
+      cmd = "python3 -c " .. H.q("import sys, fastavro\nprint(sum(1 for _ in fastavro.reader(open(sys.argv[1], 'rb'))))") ..
+        " " .. H.q(path)
+    elseif path:match("%.gz$") then
+      cmd = "zcat " .. H.q(path) .. " | wc -l"
+    elseif path:match("%.zst$") then
+      cmd = "zstd -q -dc " .. H.q(path) .. " | wc -l"
+    else
+      cmd = "wc -l <" .. H.q(path)
+    end
+    local code, out, err = H.sh(cmd)
+    assert(code == 0, cmd .. ": " .. err)
+    return tonumber(out:match("%d+"))
+  end
+
+  -- The files published under DIR, the quarantine folder (_errors) apart: their sizes (stat) and records.
+  local function measured(dir)
+    local bytes, records, files, errors = 0, 0, 0, 0
+    for _, f in ipairs(H.files(dir)) do
+      local path = dir .. "/" .. f
+      local _, size = H.sh("stat -c %s " .. H.q(path))
+      if f:match("^_errors/") then
+        errors = errors + tonumber(size)
+      else
+        bytes = bytes + tonumber(size)
+        records = records + records_in(path)
+        files = files + 1
+      end
+    end
+    return { bytes = bytes, records = records, files = files, errors = errors }
+  end
+
+  -- What the run in WORK of job NAME (whose LOG is given) reports it wrote: the log's last line, its history row
+  -- (`kingest state history --json`), the job's line of the metrics file and the Prometheus textfile.
+  local function reported(work, name, log)
+    local r = {}
+    local records, bytes = log:match("completed in %d+ms: (%d+) records, (%d+) bytes written")
+    r.log = { records = tonumber(records), bytes = tonumber(bytes) }
+    local code, out, err = H.kingest({ "state", "history", name, "--json", "-w", work })
+    assert.are.equal(0, code, err)
+    local run = cjson.decode(out)[1]
+    r.history = { records = run.records_written, bytes = run.bytes_written }
+    for _, line in ipairs(H.metrics_lines(work .. "/metrics")) do
+      if line.type == "metrics" and line.context.task == nil then
+        r.metrics = { records = line.counters["gobblin.writer.records.written"],
+                      bytes = line.counters["gobblin.writer.bytes.written"] }
+      end
+    end
+    local prom = H.slurp(work .. "/kingest.prom") or ""
+    r.prometheus = {
+      records = tonumber(prom:match('\nkingest_run_records_written{job="' .. name .. '"} (%d+)')),
+      bytes = tonumber(prom:match('\nkingest_run_bytes_written{job="' .. name .. '"} (%d+)')),
+      bytes_total = tonumber(prom:match('\nkingest_bytes_written_total{job="' .. name .. '"} (%d+)')),
+    }
+    return r
+  end
+
+  local cases = {
+    { name = "text", props = {} },
+    { name = "gzip text", props = { ["writer.codec.type"] = "gzip" } },
+    { name = "zstd text", props = { ["writer.codec.type"] = "zstd" } },
+    { name = "Avro, null codec", props = { ["writer.output.format"] = "avro", ["writer.codec.type"] = "null",
+      schema = SCHEMA }, code = TO_AVRO },
+    { name = "Avro, deflate", props = { ["writer.output.format"] = "avro", schema = SCHEMA }, code = TO_AVRO },
+    { name = "Avro, snappy", props = { ["writer.output.format"] = "avro", ["writer.codec.type"] = "snappy",
+      schema = SCHEMA }, code = TO_AVRO },
+    { name = "rolled gzip text", props = { ["writer.codec.type"] = "gzip", ["writer.file.max.records"] = "700" },
+      files = 3 },
+    { name = "rolled Avro", props = { ["writer.output.format"] = "avro", ["writer.file.max.records"] = "700",
+      schema = SCHEMA }, code = TO_AVRO, files = 3 },
+    { name = "Avro with quarantined records, not counted", props = { ["writer.output.format"] = "avro",
+      schema = SCHEMA, ["decode.error.policy"] = "quarantine", ["task.skip.error.records"] = "-1",
+      ["decode.error.max.ratio"] = "1" }, code = TO_AVRO_OR_FAIL, bad = true },
+  }
+  local topic
+  for _, case in ipairs(cases) do
+    it("are the bytes of the published files, in the log, the history, the metrics file and Prometheus: " ..
+      case.name, function()
+      if not topic then
+        local lines = numbered(2000)
+        for i = 100, 2000, 400 do lines[i] = lines[i] .. " bad" end
+        topic = H.topic_with("bytes", lines)
+      end
+      local work = H.workdir("bytes")
+      local props = { ["metrics.reporting.file.enabled"] = "true",
+                      ["metrics.reporting.prometheus.file"] = work .. "/kingest.prom" }
+      for k, v in pairs(case.props) do props[k] = v end
+      local log = H.run_ok(H.job({ dir = work, name = "Bytes", topics = topic, props = props, code = case.code }), work)
+      local m = measured(work .. "/job-output/" .. topic)
+      assert.are.equal(case.files or 1, m.files)
+      assert.are.equal(case.bad and 1995 or 2000, m.records)
+      if case.bad then assert.is_true(m.errors > 0, "no quarantine file") end
+      local r = reported(work, "Bytes", log)
+      local expected = { records = m.records, bytes = m.bytes }
+      assert.are.same(expected, r.log)
+      assert.are.same(expected, r.history)
+      assert.are.same(expected, r.metrics)
+      assert.are.same({ records = m.records, bytes = m.bytes, bytes_total = m.bytes }, r.prometheus)
+    end)
+  end
+end)
