@@ -630,12 +630,14 @@ static const kg_property_t properties[] = {
      .def = "<work dir>/locks",
      .empty_is_default = true,
      KG_FIELD(lock_dir),
-     .doc = "Folder of the lock files."},
+     .doc = "Folder of the job lock files (`<job>.lock`); the lock of the job's state is beside its database, "
+            "`<state.store.dir>/<job>.db.lock`."},
     {.name = "job.lock.enabled",
      .type = KG_PROP_BOOL,
      .def = "true",
      KG_FIELD(lock_enabled),
-     .doc = "Refuse to start while another run of the same job holds the lock."},
+     .doc = "Refuse to start while another run of the same job holds the lock (either of the two). `false`: runs "
+            "take no lock and may overlap."},
 
     /* Metrics. */
     {.name = "metrics.reporting.file.enabled",
