@@ -47,6 +47,7 @@ struct kg_outputs {
   char last_folder[512];
   int write_rc; /* the first write error, and its message */
   char write_error[KG_ERRLEN];
+  char refused[KG_ERRLEN]; /* why the writer refused the last record it refused (KG_ERECORD), "" when none since */
   /* A record's outputs are all or nothing: the outputs the record being processed has written to, with where
    * each stood before, so that a failure later in its converters can take back what it wrote. */
   const kg_record_t *emitting; /* that record, NULL when no output was written since the batch began */
@@ -182,7 +183,8 @@ static int open_file(kg_outputs_t *run, kg_output_t *o) {
                                  .schema = o->schema ? o->schema : c->avro_schema,
                                  .schema_len = o->schema ? o->schema_len : c->avro_schema_len,
                                  .codec = c->codec,
-                                 .deflate_level = c->deflate_level};
+                                 .deflate_level = c->deflate_level,
+                                 .csv = c->csv};
   return o->quarantine
              ? kg_writer_open(run->spec->fs, &kg_writer_simple, o->staging, &jsonl, &o->writer, run->write_error)
              : kg_writer_open(run->spec->fs, run->spec->writer, o->staging, &options, &o->writer, run->write_error);
@@ -290,7 +292,13 @@ static int emit(kg_outputs_t *run, const kg_record_t *record, double time, const
   if (run->write_rc) return run->write_rc;
   size_t idx = output_of(run, record, time);
   if ((run->write_rc = first_write(run, record, idx))) return run->write_rc;
-  run->write_rc = output_write(run, idx, data, len, checked);
+  int rc = output_write(run, idx, data, len, checked);
+  if (rc == KG_ERECORD) { /* this record does not fit the format: it fails, the outputs go on */
+    snprintf(run->refused, sizeof run->refused, "%s", run->write_error);
+    run->write_error[0] = '\0';
+    return rc;
+  }
+  run->write_rc = rc;
   kg_crash_point("write");
   return run->write_rc;
 }
@@ -306,6 +314,14 @@ int kg_outputs_emit_datum(void *ctx, const kg_record_t *record, double time, con
 void kg_outputs_batch_begin(kg_outputs_t *run) {
   run->emitting = NULL;
   run->nmarks = 0;
+  run->refused[0] = '\0';
+}
+
+bool kg_outputs_refused(kg_outputs_t *run, char *errbuf) {
+  if (!run->refused[0]) return false;
+  snprintf(errbuf, KG_ERRLEN, "%s", run->refused);
+  run->refused[0] = '\0';
+  return true;
 }
 
 int kg_outputs_take_back(kg_outputs_t *run, const kg_record_t *record, char *errbuf) {

@@ -263,7 +263,11 @@ static int process_batch(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
     if (batch.next == 0) /* before its first record (a schema it cannot compile): no record to blame */
       return kg_fail(errbuf, KG_ELUA, "the script failed on a batch of %s:%d before its first record: %s", wu->topic,
                      wu->partition, lerr);
-    rc = record_failed(run, wu, res, &records[batch.next - 1], NULL, lerr, logged, errbuf);
+    /* The writer refused the record's output (a CSV record that is not an object): the record failed there. */
+    char refused[KG_ERRLEN];
+    bool by_writer = kg_outputs_refused(run->outputs, refused);
+    rc = record_failed(run, wu, res, &records[batch.next - 1], by_writer ? "writer" : NULL, by_writer ? refused : lerr,
+                       logged, errbuf);
     if (rc) return rc;
   }
   return KG_OK;

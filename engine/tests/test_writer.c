@@ -113,7 +113,7 @@ static void test_bytes(const char *dir) {
 static void test_find(void) {
   char err[KG_ERRLEN];
   const kg_writer_ops_t *ops = NULL;
-  static const char *const formats[] = {"txt", "json", "csv", "TXT"};
+  static const char *const formats[] = {"txt", "json", "TXT"};
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
     ops = NULL;
     CHECK_INT(kg_writer_find(NULL, formats[i], &ops, err), KG_OK);
@@ -121,8 +121,11 @@ static void test_find(void) {
   }
   CHECK_INT(kg_writer_find("gobblin.writer.SimpleDataWriterBuilder", "json", &ops, err), KG_OK);
   CHECK(ops == &kg_writer_simple);
+  /* csv is the CSV writer's, not JSON lines in a .csv file. */
+  CHECK_INT(kg_writer_find(NULL, "CSV", &ops, err), KG_OK);
+  CHECK(ops == &kg_writer_csv);
   CHECK_INT(kg_writer_find("org.apache.gobblin.writer.SimpleDataWriterBuilder", "csv", &ops, err), KG_OK);
-  CHECK(ops == &kg_writer_simple);
+  CHECK(ops == &kg_writer_csv);
   static const char *const avro[] = {"avro", "AVRO", "Avro"};
   for (size_t i = 0; i < sizeof avro / sizeof avro[0]; i++) {
     ops = NULL;
@@ -299,6 +302,143 @@ static void test_compressed(const char *dir) {
   }
 }
 
+static int64_t file_size(const char *path);
+
+/* Opens a CSV writer at PATH with columns COLS (comma-separated) and the other settings of O. */
+static int open_csv(const char *path, const char *cols, kg_csv_options_t o, kg_codec_t codec, kg_writer_t **w,
+                    char *err) {
+  char *names[16];
+  char *copy = kg_xstrdup(cols);
+  size_t n = 0;
+  for (char *tok = strtok(copy, ","); tok && n < 16; tok = strtok(NULL, ","))
+    names[n++] = tok;
+  o.columns = names;
+  o.ncolumns = n;
+  if (!o.delimiter) o.delimiter = ',';
+  kg_writer_options_t options = {.codec = codec, .deflate_level = 6, .block_bytes = 64, .csv = o};
+  int rc = kg_writer_open(kg_fs_local(), &kg_writer_csv, path, &options, w, err);
+  free(copy); /* the writer keeps its own copy of the names */
+  return rc;
+}
+
+/* The file at PATH as a string (NUL-terminated; "" when there is none). */
+static char *text_of(const char *path) {
+  size_t len = 0;
+  char *data = slurp(path, &len);
+  if (!data) return kg_xstrdup("");
+  data[len] = '\0';
+  return data;
+}
+
+/* The CSV writer: RFC 4180 quoting, every kind of value, the header, the line end; records that are not objects or
+ * arrays, or have a field that is no column, refused with the file as it was; the bytes counted are the file's. */
+static void test_csv(const char *dir) {
+  char err[KG_ERRLEN];
+  char *path = kg_xasprintf("%s/csv/plain.csv", dir);
+  kg_writer_t *w = NULL;
+  CHECK_INT(open_csv(path, "id,name,score,ok,tags,missing", (kg_csv_options_t){.header = true}, KG_CODEC_NULL, &w,
+                     err),
+            KG_OK);
+  if (!w) return;
+  CHECK_INT(kg_writer_bytes(w), 30); /* the header */
+  const char *lines[] = {
+      "{\"id\":1,\"name\":\"plain\",\"score\":0.1,\"ok\":true,\"tags\":[\"a\",\"b\"]}",
+      /* members in another order, a comma, a quote, a line break, an escape, a nested object */
+      "{\"name\":\"a, \\\"b\\\"\\nc\",\"id\":-9223372036854775808,\"ok\":false,\"tags\":{\"k\":null},\"score\":1e300}",
+      /* null and the empty string differ; a CR is quoted */
+      "{\"id\":18446744073709551615,\"name\":\"\",\"score\":null,\"tags\":\"cr\\r\"}",
+      /* an array fills the columns in order; the ones after it stay empty */
+      "[3, \"from an array\", 2.5]",
+      "{}",
+  };
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+    CHECK_INT(kg_writer_write(w, lines[i], strlen(lines[i]), err), KG_OK);
+  const char *expected = "id,name,score,ok,tags,missing\n"
+                         "1,plain,0.1,true,\"[\"\"a\"\",\"\"b\"\"]\",\n"
+                         "-9223372036854775808,\"a, \"\"b\"\"\nc\",1e+300,false,\"{\"\"k\"\":null}\",\n"
+                         "18446744073709551615,\"\",,,\"cr\r\",\n"
+                         "3,from an array,2.5,,,\n"
+                         ",,,,,\n";
+  CHECK_INT(kg_writer_bytes(w), strlen(expected));
+
+  /* Refused: the writer's counts and the file stay as they were. */
+  int64_t records_before = kg_writer_records(w), bytes_before = kg_writer_bytes(w);
+  const struct {
+    const char *record, *says;
+  } refused[] = {
+      {"not json", "it is not a JSON object or array"},
+      {"42", "it is a JSON number, not an object or array"},
+      {"\"text\"", "it is a JSON string"},
+      {"{\"id\":1,\"extra\":2}", "its field \"extra\" is not one of the columns (id,name,score,ok,tags,missing)"},
+      {"[1,2,3,4,5,6,7]", "it is an array of 7 items, and there are 6 columns"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    err[0] = '\0';
+    CHECK_INT(kg_writer_write(w, refused[i].record, strlen(refused[i].record), err), KG_ERECORD);
+    CHECK_CONTAINS(err, "cannot write the record as a line of CSV file ");
+    CHECK_CONTAINS(err, path);
+    CHECK_CONTAINS(err, refused[i].says);
+  }
+  CHECK_INT(kg_writer_records(w), records_before);
+  CHECK_INT(kg_writer_bytes(w), bytes_before);
+  int64_t records = 0, bytes = 0;
+  CHECK_INT(kg_writer_close(w, &records, &bytes, err), KG_OK);
+  CHECK_INT(records, 5);
+  char *got = text_of(path);
+  CHECK_STR(got, expected);
+  CHECK_INT(bytes, strlen(got));
+  free(got);
+  free(path);
+
+  /* Another delimiter is quoted in its turn (and a comma is not); CRLF line ends; no header; extra fields left
+   * out when asked; a record taken back (its converters failed after it wrote) is not in the file. */
+  path = kg_xasprintf("%s/csv/semicolon.csv", dir);
+  CHECK_INT(open_csv(path, "a,b", (kg_csv_options_t){.delimiter = ';', .crlf = true, .ignore_extra = true},
+                     KG_CODEC_NULL, &w, err),
+            KG_OK);
+  CHECK_INT(kg_writer_bytes(w), 0);
+  CHECK_INT(kg_writer_write(w, "{\"a\":\"x;y\",\"b\":\"p,q\",\"c\":\"left out\"}", 36, err), KG_OK);
+  CHECK_INT(kg_writer_mark(w, &records, &bytes, err), KG_OK);
+  CHECK_INT(kg_writer_write(w, "[1,2,3]", 7, err), KG_OK);
+  CHECK_INT(kg_writer_truncate(w, records, bytes, err), KG_OK);
+  CHECK_INT(kg_writer_write(w, "[1,2,3]", 7, err), KG_OK);
+  CHECK_INT(kg_writer_close(w, &records, &bytes, err), KG_OK);
+  got = text_of(path);
+  CHECK_STR(got, "\"x;y\";p,q\r\n1;2\r\n");
+  CHECK_INT(bytes, strlen(got));
+  CHECK_INT(records, 2);
+  free(got);
+  free(path);
+
+  /* gzip: each file its header; the bytes counted are the compressed file's; gzip reads the lines back. */
+  path = kg_xasprintf("%s/csv/z.csv.gz", dir);
+  CHECK_INT(open_csv(path, "n", (kg_csv_options_t){.header = true}, KG_CODEC_GZIP, &w, err), KG_OK);
+  kg_buf_t want = {0};
+  kg_buf_append(&want, "n\n", 2);
+  for (int i = 0; i < 300; i++) {
+    char rec[32];
+    int n = snprintf(rec, sizeof rec, "{\"n\":%d}", i);
+    CHECK_INT(kg_writer_mark(w, &records, &bytes, err), KG_OK);
+    CHECK_INT(kg_writer_write(w, rec, (size_t)n, err), KG_OK);
+    kg_buf_appendf(&want, "%d\n", i);
+  }
+  CHECK_INT(kg_writer_close(w, &records, &bytes, err), KG_OK);
+  CHECK_INT(bytes, file_size(path));
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "gzip -dc '%s'", path);
+  FILE *pipe = popen(cmd, "r");
+  kg_buf_t unzipped = {0};
+  char chunk[4096];
+  size_t n;
+  while (pipe && (n = fread(chunk, 1, sizeof chunk, pipe)) > 0)
+    kg_buf_append(&unzipped, chunk, n);
+  CHECK_INT(pipe ? pclose(pipe) : -1, 0);
+  CHECK_STR(unzipped.data, want.data);
+  kg_buf_free(&unzipped);
+  kg_buf_free(&want);
+  free(path);
+}
+
 /* The size of the file at PATH, -1 when there is none. */
 static int64_t file_size(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -387,6 +527,7 @@ int main(void) {
   test_file_paths();
   test_compressed(dir);
   test_outputs_written(dir);
+  test_csv(dir);
   kg_fs_remove_tree(kg_fs_local(), dir, NULL);
   TEST_MAIN_END();
 }

@@ -332,3 +332,157 @@ describe("bytes written", function()
     end)
   end
 end)
+
+describe("CSV output", function()
+  -- The rows of the CSV file PATH as Python's csv module reads them (gzip-compressed when it ends in .gz), with
+  -- DELIMITER (default ",").
+  local function csv_rows(path, delimiter)
+    local script = "import csv, gzip, json, sys\n" ..
+      "f = gzip.open(sys.argv[1], 'rt', newline='') if sys.argv[1].endswith('.gz') else open(sys.argv[1], newline='')\n" ..
+      "print(json.dumps([row for row in csv.reader(f, delimiter=sys.argv[2], strict=True)]))\n"
+    local code, out, err = H.sh("python3 -c " .. H.q(script) .. " " .. H.q(path) .. " " .. H.q(delimiter or ","))
+    assert(code == 0, err)
+    return cjson.decode(out)
+  end
+
+  -- Every row of the CSV files under DIR (the quarantine folder aside), file by file: { file = { rows } }.
+  local function files_rows(dir, delimiter)
+    local out, names = {}, {}
+    for _, f in ipairs(H.files(dir)) do
+      if not f:match("^_errors/") then
+        names[#names + 1] = f
+        out[#names] = csv_rows(dir .. "/" .. f, delimiter)
+      end
+    end
+    return out, names
+  end
+
+  local PAYLOADS = {
+    '{"id":1,"name":"plain","score":2.5,"ok":true,"tags":["a","b"]}',
+    '{"name":"a, \\"quoted\\"\\nline","id":2,"ok":false,"score":0.1,"tags":[]}',
+    '{"id":9007199254740993,"name":"","score":null,"note":"cr\\r here"}',
+    '{"id":4,"name":"nested","tags":{"k":[1,{"x":null}]},"score":-0.25}',
+    '{"id":5}',
+  }
+  local HEADER = { "id", "name", "score", "ok", "tags", "note" }
+  -- PAYLOADS as Python's csv module reads the lines: strings as they were, numbers as JSON writes them, null and
+  -- absent fields empty, nested values as JSON text.
+  local ROWS = {
+    { "1", "plain", "2.5", "true", '["a","b"]', "" },
+    { "2", 'a, "quoted"\nline', "0.1", "false", "[]", "" },
+    { "9007199254740993", "", "", "", "", "cr\r here" },
+    { "4", "nested", "-0.25", "", '{"k":[1,{"x":null}]}', "" },
+    { "5", "", "", "", "", "" },
+  }
+
+  it("writes RFC 4180 lines of the columns from a JSON source's tables, a header in each rolled file", function()
+    local topic = H.topic_with("csv_json", PAYLOADS)
+    local work = H.workdir("csv_json")
+    H.run_ok(job(work, topic, {
+      ["writer.output.format"] = "csv",
+      ["writer.csv.columns"] = table.concat(HEADER, ","),
+      ["writer.csv.header"] = "true",
+      ["writer.file.max.records"] = "2",
+    }, '  source = "gobblin.source.kafka_json",'), work)
+    local files, names = files_rows(work .. "/job-output/" .. topic)
+    assert.are.equal(3, #files)
+    local rows = {}
+    for i, f in ipairs(files) do
+      assert.matches("%.csv$", names[i])
+      assert.same(HEADER, f[1], names[i] .. " begins with the header")
+      for j = 2, #f do rows[#rows + 1] = f[j] end
+    end
+    -- The empty array may be [] or {} as the JSON codec writes an empty table: that is the codec's, not CSV's.
+    rows[2][5] = rows[2][5] == "{}" and "[]" or rows[2][5]
+    assert.same(ROWS, rows)
+    -- LF line ends, and quotes only where RFC 4180 needs them.
+    local raw = H.slurp(work .. "/job-output/" .. topic .. "/" .. names[1])
+    assert.are.equal('id,name,score,ok,tags,note\n1,plain,2.5,true,"[""a"",""b""]",\n2,"a, ""quoted""\nline",0.1,false,',
+      raw:sub(1, 94))
+  end)
+
+  it("takes the columns from the job's schema and the values from decodeRecord's tables, gzip-compressed", function()
+    local topic = H.topic_with("csv_schema", { "1 one", "2 two", "3 three" })
+    local work = H.workdir("csv_schema")
+    H.run_ok(job(work, topic, {
+      ["writer.output.format"] = "csv",
+      ["writer.codec.type"] = "gzip",
+      ["writer.csv.header"] = "true",
+      schema = '{"type":"record","name":"Row","fields":[{"name":"n","type":"long"},{"name":"word","type":"string"},' ..
+        '{"name":"even","type":"boolean"},{"name":"big","type":"long"}]}',
+    }, [[
+  decodeRecord = function(rec)
+    local n, word = rec:value():match("^(%d+) (.*)$")
+    n = tonumber(n)
+    return { word = word, n = n, even = n % 2 == 0, big = 9007199254740993LL * n }
+  end,
+]]), work)
+    local files, names = files_rows(work .. "/job-output/" .. topic)
+    assert.same({ "part.task_Shaped_" .. names[1]:match("task_Shaped_(%d+_0)") .. ".csv.gz" }, names)
+    assert.same({ { "n", "word", "even", "big" }, { "1", "one", "false", "9007199254740993" },
+                  { "2", "two", "true", "18014398509481986" }, { "3", "three", "false", "27021597764222979" } },
+      files[1])
+  end)
+
+  it("fails a record with a field that is no column, naming it, unless writer.csv.extra.fields=ignore", function()
+    local topic = H.topic_with("csv_extra", { '{"id":1,"name":"a"}', '{"id":2,"name":"b","surprise":true}', '[3,"c"]',
+      '[4,"d","one too many"]', 'not json', '{"id":6,"name":"f"}' })
+    local work = H.workdir("csv_extra")
+    local props = {
+      ["writer.output.format"] = "csv",
+      ["writer.csv.columns"] = "id,name",
+      ["decode.error.policy"] = "quarantine",
+      ["decode.error.max.ratio"] = "1",
+    }
+    -- No decodeRecord: the JSON payloads go to the CSV writer as they are.
+    local log = H.run_ok(job(work, topic, props), work)
+    local base = work .. "/job-output/" .. topic
+    assert.same({ { { "1", "a" }, { "3", "c" }, { "6", "f" } } }, (files_rows(base)))
+    local quarantined = H.json_lines(base .. "/_errors")
+    assert.are.equal(3, #quarantined)
+    local offsets, stages = {}, {}
+    for i, q in ipairs(quarantined) do offsets[i], stages[i] = q.offset, q.stage end
+    assert.same({ 1, 3, 4 }, offsets)
+    assert.same({ "writer", "writer", "writer" }, stages)
+    assert.truthy(quarantined[1].error:find('its field "surprise" is not one of the columns (id,name); ' ..
+      'writer.csv.extra.fields=ignore leaves such fields out', 1, true), quarantined[1].error)
+    assert.truthy(quarantined[2].error:find("it is an array of 3 items, and there are 2 columns", 1, true))
+    assert.truthy(quarantined[3].error:find("it is not a JSON object or array", 1, true))
+    assert.truthy(log:find("Quarantining record " .. topic .. ":0 at offset 1: writer failed: cannot write the " ..
+      "record as a line of CSV file ", 1, true), log)
+
+    -- Ignored: the field is left out, the array's extra item too; CRLF line ends and another delimiter.
+    local work2 = H.workdir("csv_extra_ignore")
+    props["writer.csv.extra.fields"] = "ignore"
+    props["writer.csv.line.end"] = "crlf"
+    props["writer.csv.delimiter"] = ";"
+    H.run_ok(job(work2, topic, props), work2)
+    local base2 = work2 .. "/job-output/" .. topic
+    assert.same({ { { "1", "a" }, { "2", "b" }, { "3", "c" }, { "4", "d" }, { "6", "f" } } }, (files_rows(base2, ";")))
+    local _, names = files_rows(base2, ";")
+    assert.are.equal("1;a\r\n2;b\r\n3;c\r\n4;d\r\n6;f\r\n", H.slurp(base2 .. "/" .. names[1]))
+    assert.are.equal(1, #H.json_lines(base2 .. "/_errors")) -- not json is still no record
+  end)
+
+  it("refuses a csv job whose columns cannot be known, and CSV settings for another format, at validate and run",
+    function()
+      local work = H.workdir("csv_bad")
+      local function refused(props, names)
+        local path = job(work, "t", props)
+        local code, _, err = H.kingest({ "validate", path }, { GOBBLIN_WORK_DIR = work })
+        assert.are.equal(78, code, err)
+        for _, name in ipairs(names) do assert.truthy(err:find(name, 1, true), err) end
+        H.run_fails(path, work, 1, names)
+      end
+      refused({ ["writer.output.format"] = "csv" },
+        { "writer.output.format=csv needs its columns: set writer.csv.columns", "writer.avro.schema" })
+      refused({ ["writer.output.format"] = "csv", schema = '"string"' },
+        { "schema (the columns of writer.output.format=csv): the schema is not a record" })
+      refused({ ["writer.output.format"] = "csv", ["writer.csv.columns"] = "id,name,id" }, { "column id is given twice" })
+      refused({ ["writer.output.format"] = "csv", ["writer.csv.columns"] = "id", ["writer.csv.delimiter"] = '"' },
+        { "writer.csv.delimiter must be one character other than a double quote" })
+      refused({ ["writer.csv.header"] = "true" }, { "writer.csv.header is read by the CSV writer only" })
+      refused({ ["writer.output.format"] = "csv", ["writer.csv.columns"] = "id", ["simple.writer.prepend.size"] = "true" },
+        { "simple.writer.prepend.size=true" })
+    end)
+end)
