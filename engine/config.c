@@ -469,7 +469,8 @@ static const kg_property_t properties[] = {
      .set = set_csv,
      .doc = "`csv` output: the columns of each line, comma-separated (`id,name,ts`; a list of strings in a "
             "job.lua), each the name of a record's field; without it, the fields of the record schema "
-            "`writer.avro.schema` (`schema`), in order. A `csv` job with neither is refused ([CSV](docs/behaviour.md#csv))."},
+            "`writer.avro.schema` (`schema`), in order. A `csv` job with neither is refused "
+            "([CSV](docs/behaviour.md#csv))."},
     {.name = "writer.csv.header",
      .type = KG_PROP_BOOL,
      .def = "false",
@@ -988,9 +989,8 @@ static int set_csv(kg_config_t *c, const kg_property_t *p, const char *key, kg_p
     return rc;
   }
   if (key && *list && c->csv.ncolumns)
-    rc = kg_fail(errbuf, KG_EINVAL,
-                 "%s: %s and writer.avro.schema both give the CSV columns; set one of them", origin_of(c->props, key),
-                 p->name);
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: %s and writer.avro.schema both give the CSV columns; set one of them",
+                 origin_of(c->props, key), p->name);
   char what[512];
   snprintf(what, sizeof what, "%s: %s=%s", origin_of(c->props, key ? key : p->name), p->name, list);
   for (const char *s = list; !rc && key && *list;) {

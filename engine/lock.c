@@ -79,8 +79,8 @@ int kg_lock_acquire_job(const char *lock_dir, const char *state_path, const char
   const char *slash = strrchr(state_path, '/');
   char *dir = slash ? kg_xstrndup(state_path, (size_t)(slash - state_path)) : kg_xstrdup(".");
   /* A dead run's job lock has said it was taken over; its state's lock need not say it again. */
-  int rc = take(*dir ? dir : "/", "state.store.dir", kg_xasprintf("%s.lock", state_path), job, !job_lock,
-                &state_lock, holder_pid, errbuf);
+  int rc = take(*dir ? dir : "/", "state.store.dir", kg_xasprintf("%s.lock", state_path), job, !job_lock, &state_lock,
+                holder_pid, errbuf);
   free(dir);
   if (rc) {
     kg_lock_release(job_lock);

@@ -53,7 +53,7 @@ struct kg_outputs {
   const kg_record_t *emitting; /* that record, NULL when no output was written since the batch began */
   mark_t *marks;
   size_t nmarks, marks_cap;
-  bool finished; /* kg_outputs_finish has run: what it handed over is what the counts say */
+  bool finished;  /* kg_outputs_finish has run: what it handed over is what the counts say */
   bool published; /* and it handed every file over (false: the task's files were removed) */
 };
 

@@ -92,8 +92,8 @@ static int migrate(sqlite3 *db, char **err) {
 }
 
 /* What to do with a state database that cannot be read as one: the end of the errors that say so. */
-#define KG_STATE_WAY_OUT                                                                                            \
-  "restore it (with its -wal file, if any) from a backup, or remove it, with its -wal and -shm files, to start "    \
+#define KG_STATE_WAY_OUT                                                                                               \
+  "restore it (with its -wal file, if any) from a backup, or remove it, with its -wal and -shm files, to start "       \
   "the job over (every partition is then new, and bootstrap.with.offset decides where each starts)"
 
 /* KG_ESTATE, "state store <path>: <WHAT>: <SQLite's error>"; for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB)
@@ -101,8 +101,8 @@ static int migrate(sqlite3 *db, char **err) {
 static int db_fail(kg_state_t *s, char *errbuf, const char *what) {
   int code = sqlite3_errcode(s->db);
   if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
-    return kg_fail(errbuf, KG_ESTATE, "state store %s: %s: %s: the file is damaged; " KG_STATE_WAY_OUT, s->path,
-                   what, sqlite3_errmsg(s->db));
+    return kg_fail(errbuf, KG_ESTATE, "state store %s: %s: %s: the file is damaged; " KG_STATE_WAY_OUT, s->path, what,
+                   sqlite3_errmsg(s->db));
   return kg_fail(errbuf, KG_ESTATE, "state store %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 }
 
@@ -126,7 +126,8 @@ static int check_existing(kg_state_t *s, const char *job, char *errbuf) {
   return kg_fail(errbuf, KG_ESTATE,
                  "state store %s %s, not the state of job %s: kingest does not take it for a new job's, which "
                  "would pull every partition again and publish again what was published; " KG_STATE_WAY_OUT,
-                 s->path, empty ? "is empty (0 bytes)" : "holds no kingest state (it has no partition_state table)", job);
+                 s->path, empty ? "is empty (0 bytes)" : "holds no kingest state (it has no partition_state table)",
+                 job);
 }
 
 static bool exists(const char *path) {

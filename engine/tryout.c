@@ -74,8 +74,10 @@ int kg_tryout_validate(const kg_config_t *c, FILE *out, char *errbuf) {
   kg_buf_free(&hooks);
   char *fp = kg_task_file_path(c, "<topic>", "<yyyyMMddHHmmss>");
   row(out, "writer", "%s writer, %s, codec %s: %s/%s%s/part.<taskId>.%s",
-      writer == &kg_writer_avro ? "the Avro" : writer == &kg_writer_csv ? "the CSV" : "the simple", c->output_format,
-      codec_names[c->codec], c->final_dir, fp, c->partitioner ? "/<time folders>" : "", c->file_ext);
+      writer == &kg_writer_avro  ? "the Avro"
+      : writer == &kg_writer_csv ? "the CSV"
+                                 : "the simple",
+      c->output_format, codec_names[c->codec], c->final_dir, fp, c->partitioner ? "/<time folders>" : "", c->file_ext);
   free(fp);
   if (writer == &kg_writer_csv) {
     kg_buf_t columns = {0};

@@ -1,7 +1,7 @@
 /* writer.h: the writer interface: records into one output file, through a file system stream, in a format
  * that a backend makes (writer_simple.c: Gobblin's SimpleDataWriter; writer_avro.c: Avro object container
- * files, as Gobblin's AvroHdfsDataWriter; writer_csv.c: CSV, RFC 4180). The writer is what counts the records and bytes written: the task's
- * metrics and the run's history take them from here.
+ * files, as Gobblin's AvroHdfsDataWriter; writer_csv.c: CSV, RFC 4180). The writer is what counts the records and bytes
+ * written: the task's metrics and the run's history take them from here.
  *
  * A backend is a kg_writer_ops_t; kg_writer_find picks one by writer.builder.class and writer.output.format
  * from the registry in writer.c. Adding one is a new file that fills a kg_writer_ops_t and a row in that

@@ -27,25 +27,25 @@
 #define CSV_MAX_DEPTH 1000
 
 typedef struct {
-  void *simple;            /* the simple writer's state: the file, compression, marks; owned */
-  char **columns;          /* NCOLUMNS names, owned */
+  void *simple;   /* the simple writer's state: the file, compression, marks; owned */
+  char **columns; /* NCOLUMNS names, owned */
   size_t ncolumns;
-  size_t *slots;           /* hash of the column names: SLOT_MASK + 1 entries, each a column index + 1 (0: empty) */
+  size_t *slots; /* hash of the column names: SLOT_MASK + 1 entries, each a column index + 1 (0: empty) */
   size_t slot_mask;
   char delimiter;
   bool ignore_extra;
-  kg_jc_parser_t parser;   /* reused from record to record */
-  size_t *values;          /* per column, the tape index of its value in the record being written, or SIZE_MAX */
-  kg_buf_t row;            /* the line being made, reused */
-  kg_buf_t field;          /* a nested value's JSON text, reused */
+  kg_jc_parser_t parser; /* reused from record to record */
+  size_t *values;        /* per column, the tape index of its value in the record being written, or SIZE_MAX */
+  kg_buf_t row;          /* the line being made, reused */
+  kg_buf_t field;        /* a nested value's JSON text, reused */
 } csv_t;
 
 /* Runs a call of the simple writer on W with the simple writer's own state in W->impl. */
-#define AS_SIMPLE(w, c, call)                                                                                      \
-  do {                                                                                                             \
-    (w)->impl = (c)->simple;                                                                                       \
-    rc = (call);                                                                                                   \
-    (w)->impl = (c);                                                                                               \
+#define AS_SIMPLE(w, c, call)                                                                                          \
+  do {                                                                                                                 \
+    (w)->impl = (c)->simple;                                                                                           \
+    rc = (call);                                                                                                       \
+    (w)->impl = (c);                                                                                                   \
   } while (0)
 
 static size_t hash(const char *s, size_t n) {

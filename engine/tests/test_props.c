@@ -578,8 +578,9 @@ static void test_avro_config(void) {
   CHECK_CONTAINS(err, "invalid value 'lz4' for property writer.codec.type");
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=json\nwriter.avro.schema=\"bytes\"\n", &c, err),
             KG_EINVAL);
-  CHECK_STR(err, "job.pull:3: writer.avro.schema is read by the Avro writer, and by the CSV writer for its columns, and "
-                 "writer.output.format is json");
+  CHECK_STR(err,
+            "job.pull:3: writer.avro.schema is read by the Avro writer, and by the CSV writer for its columns, and "
+            "writer.output.format is json");
   /* csv: the columns given (trimmed) or a record schema's fields; the settings; what is refused. */
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=csv\nwriter.csv.columns= id, name ,ts\n"
                         "writer.csv.header=true\nwriter.csv.delimiter=\\t\nwriter.csv.line.end=CRLF\n"
@@ -602,10 +603,11 @@ static void test_avro_config(void) {
   }
   kg_config_destroy(c);
   c = NULL;
-  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=csv\nwriter.csv.extra.fields=ignore\n"
-                        "writer.avro.schema={\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"b\",\"type\":\"int\"},"
-                        "{\"name\":\"a\",\"type\":\"string\"}]}\n",
-                        &c, err),
+  CHECK_INT(config_from(
+                "kafka.brokers=b:1\nwriter.output.format=csv\nwriter.csv.extra.fields=ignore\n"
+                "writer.avro.schema={\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"b\",\"type\":\"int\"},"
+                "{\"name\":\"a\",\"type\":\"string\"}]}\n",
+                &c, err),
             KG_OK);
   if (c) {
     CHECK_INT(c->csv.ncolumns, 2);
@@ -640,7 +642,8 @@ static void test_avro_config(void) {
        "simple.writer.delimiter is the simple writer's"},
       {"writer.output.format=json\nwriter.csv.columns=a\n",
        "writer.csv.columns is read by the CSV writer only, and writer.output.format is json"},
-      {"writer.csv.line.end=crlf\n", "writer.csv.line.end is read by the CSV writer only, and writer.output.format is txt"},
+      {"writer.csv.line.end=crlf\n",
+       "writer.csv.line.end is read by the CSV writer only, and writer.output.format is txt"},
   };
   for (size_t i = 0; i < sizeof bad_csv / sizeof bad_csv[0]; i++) {
     char text[512];

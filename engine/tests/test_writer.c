@@ -336,8 +336,7 @@ static void test_csv(const char *dir) {
   char err[KG_ERRLEN];
   char *path = kg_xasprintf("%s/csv/plain.csv", dir);
   kg_writer_t *w = NULL;
-  CHECK_INT(open_csv(path, "id,name,score,ok,tags,missing", (kg_csv_options_t){.header = true}, KG_CODEC_NULL, &w,
-                     err),
+  CHECK_INT(open_csv(path, "id,name,score,ok,tags,missing", (kg_csv_options_t){.header = true}, KG_CODEC_NULL, &w, err),
             KG_OK);
   if (!w) return;
   CHECK_INT(kg_writer_bytes(w), 30); /* the header */
@@ -466,8 +465,12 @@ static void test_outputs_written(const char *dir) {
     c.deflate_level = 6;
     c.roll_records = 3; /* 7 records: files of 3, 3 and 1 */
     c.final_dir = job_dir;
-    kg_task_spec_t spec = {.task_id = "task_T_1_0", .config = &c, .job_dir = job_dir, .extract_id = "1",
-                           .fs = kg_fs_local(), .writer = &kg_writer_simple};
+    kg_task_spec_t spec = {.task_id = "task_T_1_0",
+                           .config = &c,
+                           .job_dir = job_dir,
+                           .extract_id = "1",
+                           .fs = kg_fs_local(),
+                           .writer = &kg_writer_simple};
     kg_outputs_t *o = kg_outputs_new(&spec);
     kg_outputs_select(o, "topic", NULL, 0);
     kg_record_t records[7] = {{0}};
