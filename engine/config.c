@@ -11,6 +11,7 @@
  * (readme_spec checks they agree; test_props checks the row). */
 #include "config.h"
 #include "fs.h"
+#include "json.h"
 #include "partition.h"
 
 #include <errno.h>
@@ -57,6 +58,8 @@ static const char *const partitioners[] = {"TimeBasedWriterPartitioner", "TimeBa
                                            "TimeBasedJsonWriterPartitioner", NULL};
 static const char *const granularities[] = {"MINUTE", "HOUR", "DAY", "MONTH", "YEAR", NULL}; /* kg_granularity_t */
 static const char *const registries[] = {"ConfluentKafkaSchemaRegistry", "KafkaAvroSchemaRegistry", NULL};
+static const char *const line_ends[] = {"lf", "crlf", NULL};
+static const char *const extra_fields[] = {"fail", "ignore", NULL};
 
 /* The setters and computed defaults of the odd rows, defined below the table. */
 static char *default_job_name(const kg_config_t *c);
@@ -76,6 +79,8 @@ static int set_avro_schema(kg_config_t *c, const kg_property_t *p, const char *k
                            char *errbuf);
 static int set_skip_errors(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                            char *errbuf);
+static int set_csv(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
+static int csv_columns_of_schema(kg_config_t *c, const char *key, char *errbuf);
 static int set_limits(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
 static int set_registry_class(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                               char *errbuf);
@@ -262,8 +267,9 @@ static const kg_property_t properties[] = {
      .type = KG_PROP_CLASS,
      .def = "gobblin.writer.SimpleDataWriterBuilder",
      .names = writers,
-     .doc = "`SimpleDataWriterBuilder`: the simple writer (`txt`, `json`, `csv`); `AvroDataWriterBuilder`: Avro "
-            "object container files (`writer.output.format` `avro`, its default with this builder)."},
+     .doc = "`SimpleDataWriterBuilder`: the simple writer (`txt`, `json`) and the CSV writer (`csv`); "
+            "`AvroDataWriterBuilder`: Avro object container files (`writer.output.format` `avro`, its default with "
+            "this builder)."},
     {.name = "data.publisher.type",
      .type = KG_PROP_CLASS,
      .def = "gobblin.publisher.BaseDataPublisher",
@@ -339,8 +345,9 @@ static const kg_property_t properties[] = {
      .def_doc = "txt (avro with AvroDataWriterBuilder)",
      .computed = default_output_format,
      .set = set_output_format,
-     .doc = "The output's format and file extension: `txt`, `json` or `csv` (the simple writer), or `avro` (Avro "
-            "object container files of the records' Avro binary datums, schema `writer.avro.schema`)."},
+     .doc = "The output's format and file extension: `txt` or `json` (the simple writer), `csv` (CSV lines of the "
+            "columns `writer.csv.columns`), or `avro` (Avro object container files of the records' Avro binary "
+            "datums, schema `writer.avro.schema`)."},
     {.name = "writer.file.path.type",
      .type = KG_PROP_ENUM,
      .def = "default",
@@ -448,11 +455,47 @@ static const kg_property_t properties[] = {
      .doc = "The output's Avro schema, as JSON text (`schema` in a job.lua): `avro` output needs it, or "
             "`writer.avro.schema.file`, unless it reads Avro records from a registry (then each topic's latest "
             "schema). Records are written with it ([Avro](#avro)); its text goes into each file's header byte for "
-            "byte. Checked when the job starts, the error naming the schema's problem."},
+            "byte. Checked when the job starts, the error naming the schema's problem. With `csv` output, a record "
+            "schema whose fields are the columns."},
     {.name = "writer.avro.schema.file",
      .type = KG_PROP_PATH,
      .part_of = "writer.avro.schema",
      .doc = "A file holding the records' Avro schema (instead of `writer.avro.schema`)."},
+    /* The CSV writer, read after the Avro schema, whose fields may be its columns. */
+    {.name = "writer.csv.columns",
+     .type = KG_PROP_STRING,
+     .def_doc = "the fields of writer.avro.schema",
+     .computed = no_schema,
+     .set = set_csv,
+     .doc = "`csv` output: the columns of each line, comma-separated (`id,name,ts`; a list of strings in a "
+            "job.lua), each the name of a record's field; without it, the fields of the record schema "
+            "`writer.avro.schema` (`schema`), in order. A `csv` job with neither is refused "
+            "([CSV](docs/behaviour.md#csv))."},
+    {.name = "writer.csv.header",
+     .type = KG_PROP_BOOL,
+     .def = "false",
+     .part_of = "writer.csv.columns",
+     .doc = "`true`: each CSV file (each rolled file too) begins with a line of the column names."},
+    {.name = "writer.csv.delimiter",
+     .type = KG_PROP_STRING,
+     .def = ",",
+     .part_of = "writer.csv.columns",
+     .doc = "The one character between the fields of a CSV line (a tab: `\\t` in a .pull file); not `\"`, CR or "
+            "LF."},
+    {.name = "writer.csv.line.end",
+     .type = KG_PROP_ENUM,
+     .def = "lf",
+     .names = line_ends,
+     .part_of = "writer.csv.columns",
+     .doc = "How CSV lines end: `lf`, as Unix tools, Hive and Spark write them, or `crlf`, as RFC 4180 has it. A "
+            "quoted field keeps its own CR and LF."},
+    {.name = "writer.csv.extra.fields",
+     .type = KG_PROP_ENUM,
+     .def = "fail",
+     .names = extra_fields,
+     .part_of = "writer.csv.columns",
+     .doc = "A record with a field that is not a column (an array with more items than columns): `fail`, it is a "
+            "failed record (`decode.error.policy`) whose error names the field; `ignore`, the field is left out."},
 
     /* Records that fail in the script. */
     {.name = "decode.error.policy",
@@ -630,12 +673,14 @@ static const kg_property_t properties[] = {
      .def = "<work dir>/locks",
      .empty_is_default = true,
      KG_FIELD(lock_dir),
-     .doc = "Folder of the lock files."},
+     .doc = "Folder of the job lock files (`<job>.lock`); the lock of the job's state is beside its database, "
+            "`<state.store.dir>/<job>.db.lock`."},
     {.name = "job.lock.enabled",
      .type = KG_PROP_BOOL,
      .def = "true",
      KG_FIELD(lock_enabled),
-     .doc = "Refuse to start while another run of the same job holds the lock."},
+     .doc = "Refuse to start while another run of the same job holds the lock (either of the two). `false`: runs "
+            "take no lock and may overlap."},
 
     /* Metrics. */
     {.name = "metrics.reporting.file.enabled",
@@ -767,6 +812,7 @@ static int set_output_format(kg_config_t *c, const kg_property_t *p, const char 
 }
 
 static bool is_avro(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "avro"); }
+static bool is_csv(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "csv"); }
 
 /* Gobblin's default codec, deflate, for Avro; text output is uncompressed. */
 static char *default_codec(const kg_config_t *c) { return kg_xstrdup(is_avro(c) ? "deflate" : "null"); }
@@ -822,10 +868,13 @@ static int set_avro_schema(kg_config_t *c, const kg_property_t *p, const char *k
     return kg_fail(errbuf, KG_EINVAL, "%s: properties %s and %s are both set; set one of them",
                    origin_of(c->props, file_row->name), p->name, file_row->name);
   }
-  if (!is_avro(c)) {
+  bool csv = is_csv(c) && given; /* a record schema gives the CSV writer its columns */
+  if (!is_avro(c) && !csv) {
     free(v->s);
     if (!given) return KG_OK;
-    return kg_fail(errbuf, KG_EINVAL, "%s: %s is read by the Avro writer only, and writer.output.format is %s",
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: %s is read by the Avro writer, and by the CSV writer for its columns, and writer.output.format "
+                   "is %s",
                    origin_of(c->props, given), given, c->output_format);
   }
   if (!given) {
@@ -867,7 +916,130 @@ static int set_avro_schema(kg_config_t *c, const kg_property_t *p, const char *k
     return rc;
   }
   avro_schema_decref(schema);
+  int rc = csv ? csv_columns_of_schema(c, path ? file_row->name : key, errbuf) : KG_OK;
   free(path);
+  if (csv) { /* the text was for the columns: the records are not Avro */
+    free(c->avro_schema);
+    c->avro_schema = NULL;
+    c->avro_schema_len = 0;
+  }
+  return rc;
+}
+
+/* Adds column NAME (N bytes) to the CSV columns; KG_EINVAL naming WHAT (the property and its origin) for an empty
+ * name or one given twice. */
+static int add_column(kg_config_t *c, const char *name, size_t n, const char *what, char *errbuf) {
+  if (!n) return kg_fail(errbuf, KG_EINVAL, "%s: a column name is empty", what);
+  for (size_t i = 0; i < c->csv.ncolumns; i++)
+    if (strlen(c->csv.columns[i]) == n && !memcmp(c->csv.columns[i], name, n))
+      return kg_fail(errbuf, KG_EINVAL, "%s: column %.*s is given twice", what, (int)n, name);
+  c->csv.columns = kg_xrealloc(c->csv.columns, (c->csv.ncolumns + 1) * sizeof *c->csv.columns);
+  c->csv.columns[c->csv.ncolumns++] = kg_xstrndup(name, n);
+  return KG_OK;
+}
+
+/* The CSV columns from the record schema in c->avro_schema, which KEY set: its fields' names, in order. */
+static int csv_columns_of_schema(kg_config_t *c, const char *key, char *errbuf) {
+  char what[512];
+  snprintf(what, sizeof what, "%s: %s (the columns of writer.output.format=csv)", origin_of(c->props, key), key);
+  kg_json_t *schema = NULL;
+  char jerr[KG_ERRLEN];
+  if (kg_json_parse(c->avro_schema, c->avro_schema_len, key, &schema, jerr))
+    return kg_fail(errbuf, KG_EINVAL, "%s: %s", what, jerr);
+  const kg_json_t *type = kg_json_get(schema, "type"), *fields = kg_json_get(schema, "fields");
+  int rc = KG_OK;
+  if (!type || type->type != KG_JSON_STRING || strcmp(type->string, "record") || !fields ||
+      fields->type != KG_JSON_ARRAY || !fields->count)
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: the schema is not a record with fields, whose names would be the columns; set "
+                 "writer.csv.columns instead",
+                 what);
+  for (size_t i = 0; !rc && i < fields->count; i++) {
+    const kg_json_t *name = kg_json_get(&fields->items[i], "name");
+    rc = name && name->type == KG_JSON_STRING ? add_column(c, name->string, name->length, what, errbuf)
+                                              : kg_fail(errbuf, KG_EINVAL, "%s: field %zu has no name", what, i + 1);
+  }
+  kg_json_free(schema);
+  return rc;
+}
+
+/* The value of part-of row NAME of the CSV writer: the job's, or the row's default, parsed. */
+static int csv_row(const kg_config_t *c, const char *name, kg_property_value_t *out, char *errbuf) {
+  const kg_property_t *row = kg_config_property(name);
+  const char *given = kg_props_get(c->props, name);
+  return kg_property_parse(row, name, origin_of(c->props, name), given ? given : row->def, NULL, out, errbuf);
+}
+
+/* writer.csv.columns and its writer.csv.* rows, for writer.output.format=csv: the columns (given, or the fields
+ * of writer.avro.schema, which set_avro_schema has read), the header, the delimiter, the line end and what a field
+ * that is no column does. Without csv output the rows are refused: they would change nothing. A csv job whose
+ * columns cannot be known is refused too, as are the simple writer's framing properties, which CSV lines do not
+ * take. */
+static int set_csv(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf) {
+  static const char *const rows[] = {"writer.csv.columns", "writer.csv.header", "writer.csv.delimiter",
+                                     "writer.csv.line.end", "writer.csv.extra.fields"};
+  char *list = v->s;
+  int rc = KG_OK;
+  if (!is_csv(c)) {
+    for (size_t i = 0; !rc && i < sizeof rows / sizeof rows[0]; i++)
+      if (kg_props_get(c->props, rows[i]))
+        rc = kg_fail(errbuf, KG_EINVAL, "%s: %s is read by the CSV writer only, and writer.output.format is %s",
+                     origin_of(c->props, rows[i]), rows[i], c->output_format);
+    free(list);
+    return rc;
+  }
+  if (key && *list && c->csv.ncolumns)
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: %s and writer.avro.schema both give the CSV columns; set one of them",
+                 origin_of(c->props, key), p->name);
+  char what[512];
+  snprintf(what, sizeof what, "%s: %s=%s", origin_of(c->props, key ? key : p->name), p->name, list);
+  for (const char *s = list; !rc && key && *list;) {
+    size_t n = strcspn(s, ",");
+    const char *b = s, *e = s + n;
+    while (b < e && (*b == ' ' || *b == '	'))
+      b++;
+    while (e > b && (e[-1] == ' ' || e[-1] == '	'))
+      e--;
+    rc = add_column(c, b, (size_t)(e - b), what, errbuf);
+    if (!s[n]) break;
+    s += n + 1;
+  }
+  free(list);
+  if (!rc && !c->csv.ncolumns)
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: writer.output.format=csv needs its columns: set writer.csv.columns (as id,name,ts) or "
+                 "writer.avro.schema (`schema` in a job.lua: a record schema, whose fields are the columns)",
+                 c->job_file);
+  kg_property_value_t header, delimiter, line_end, extra;
+  if (!rc) rc = csv_row(c, "writer.csv.header", &header, errbuf);
+  if (!rc) rc = csv_row(c, "writer.csv.line.end", &line_end, errbuf);
+  if (!rc) rc = csv_row(c, "writer.csv.extra.fields", &extra, errbuf);
+  if (!rc) rc = csv_row(c, "writer.csv.delimiter", &delimiter, errbuf);
+  if (rc) return rc;
+  c->csv.header = header.b;
+  c->csv.crlf = line_end.e == 1;
+  c->csv.ignore_extra = extra.e == 1;
+  const char *d = delimiter.s;
+  if (strlen(d) != 1 || *d == '"' || *d == '\r' || *d == '\n')
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: writer.csv.delimiter must be one character other than a double quote, CR or LF (a tab is \\t "
+                 "in a .pull file)",
+                 origin_of(c->props, "writer.csv.delimiter"));
+  c->csv.delimiter = *d;
+  free(delimiter.s);
+  if (rc) return rc;
+  /* The simple writer's framing: a CSV line ends as writer.csv.line.end says, and has no size before it. */
+  if (c->prepend_size)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: simple.writer.prepend.size=true frames the simple writer's records; CSV lines have no size "
+                   "before them",
+                   origin_of(c->props, "simple.writer.prepend.size"));
+  const char *given = kg_props_get(c->props, "simple.writer.delimiter");
+  if (given && strcmp(given, c->csv.crlf ? "\r\n" : "\n"))
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: simple.writer.delimiter is the simple writer's; a CSV line ends as writer.csv.line.end (lf or "
+                   "crlf) says",
+                   origin_of(c->props, "simple.writer.delimiter"));
   return KG_OK;
 }
 
@@ -1488,6 +1660,9 @@ void kg_config_destroy(kg_config_t *c) {
                       &c->registry_subject_suffix};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
     free(*strings[i]);
+  for (size_t i = 0; i < c->csv.ncolumns; i++)
+    free(c->csv.columns[i]);
+  free(c->csv.columns);
   kg_partitioner_free(c->partitioner);
   free(c);
 }

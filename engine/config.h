@@ -54,6 +54,8 @@ typedef struct {
   char *avro_schema;                /* writer.avro.schema (or schema), or the text of writer.avro.schema.file; NULL
                                        unless avro, and when the output takes each topic's latest schema */
   size_t avro_schema_len;           /* its bytes */
+  kg_csv_options_t csv;             /* writer.csv.*: the CSV writer's columns (owned) and settings; no columns
+                                       unless the output is csv */
   int max_mappers;                  /* mr.job.max.mappers */
   kg_commit_policy_t commit_policy; /* job.commit.policy */
   int log_format;                   /* log.format: a kg_log_format_t */

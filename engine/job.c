@@ -176,8 +176,11 @@ static int prepare(kg_job_t *job, kg_lock_t **lock, kg_state_t **state, char *er
   const kg_config_t *c = job->config;
   int rc;
   if (c->lock_enabled) {
+    /* The job lock and the lock beside the state database, which every edit of the state takes (lock.h). */
     long holder = 0;
-    rc = kg_lock_acquire(c->lock_dir, c->job_name, lock, &holder, errbuf);
+    char *state_path = kg_state_path(c->state_store_dir, c->job_name);
+    rc = kg_lock_acquire_job(c->lock_dir, state_path, c->job_name, lock, &holder, errbuf);
+    free(state_path);
     if (rc == KG_ELOCKED) {
       kg_fail(errbuf, KG_ELOCKED, "Previous instance of job %s is still running, skipping this run", c->job_name);
       KG_INFO("%s (lock held by process %ld)", errbuf, holder);
@@ -286,6 +289,10 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
       rc = task_rc;
       KG_ERROR("%zu of %zu tasks failed; job.commit.policy=full: nothing is published and no offset moves", failed,
                job.ntasks);
+      /* What the tasks that succeeded wrote is not published either: the run wrote nothing. */
+      const char *written[] = {KG_M_RECORDS_WRITTEN, KG_M_BYTES_WRITTEN, KG_M_JOB_RECORDS_WRITTEN};
+      for (size_t i = 0; i < sizeof written / sizeof written[0]; i++)
+        kg_metrics_add(&job.metrics, written[i], -kg_metrics_get(&job.metrics, written[i]));
     } else if (failed) {
       KG_ERROR("%zu of %zu tasks failed; job.commit.policy=successful: committing the %zu tasks that succeeded", failed,
                job.ntasks, job.ntasks - failed);

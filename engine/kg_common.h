@@ -21,6 +21,8 @@ enum {
   KG_ERANGE = -9,     /* a Kafka offset outside the partition's range (records deleted under the reader) */
   KG_EBUDGET = -10,   /* more records failed in the script than the error budget allows */
   KG_EREGISTRY = -11, /* the schema registry did not answer, or answered with something that is not a schema */
+  KG_ERECORD = -12,   /* a writer refused one record (it does not fit the format): that record fails, the file is
+                         as before it, and the task goes on (writer.h) */
 };
 
 const char *kg_err2str(int err);

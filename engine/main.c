@@ -746,17 +746,18 @@ static void print_partitions(const kg_job_ref_t *r, kg_partition_state_t *parts,
   free(ids);
 }
 
-/* Takes the job lock for an edit and checks there is no unfinished commit. */
+/* Takes the job's locks for an edit and checks there is no unfinished commit: the job lock when its folder is known
+ * (a job file, a work dir), and always the lock beside the state database, which every run takes too (lock.h). */
 static int lock_for_edit(const kg_job_ref_t *r, kg_state_t *state, kg_lock_t **lock, char *err) {
   *lock = NULL;
-  if (r->lock_dir) {
-    long holder = 0;
-    int rc = kg_lock_acquire(r->lock_dir, r->job_name, lock, &holder, err);
-    if (rc == KG_ELOCKED)
-      return kg_fail(err, KG_ELOCKED, "job %s is running (process %ld holds its lock): wait for it or stop it first",
-                     r->job_name, holder);
-    if (rc) return rc;
-  }
+  long holder = 0;
+  char *state_path = kg_state_path(r->state_dir, r->job_name);
+  int locked = kg_lock_acquire_job(r->lock_dir, state_path, r->job_name, lock, &holder, err);
+  free(state_path);
+  if (locked == KG_ELOCKED)
+    return kg_fail(err, KG_ELOCKED, "job %s is running (process %ld holds its lock): wait for it or stop it first",
+                   r->job_name, holder);
+  if (locked) return locked;
   char *pending = NULL;
   kg_move_t *moves = NULL;
   size_t nmoves = 0;

@@ -47,11 +47,14 @@ struct kg_outputs {
   char last_folder[512];
   int write_rc; /* the first write error, and its message */
   char write_error[KG_ERRLEN];
+  char refused[KG_ERRLEN]; /* why the writer refused the last record it refused (KG_ERECORD), "" when none since */
   /* A record's outputs are all or nothing: the outputs the record being processed has written to, with where
    * each stood before, so that a failure later in its converters can take back what it wrote. */
   const kg_record_t *emitting; /* that record, NULL when no output was written since the batch began */
   mark_t *marks;
   size_t nmarks, marks_cap;
+  bool finished;  /* kg_outputs_finish has run: what it handed over is what the counts say */
+  bool published; /* and it handed every file over (false: the task's files were removed) */
 };
 
 char *kg_task_file_path(const kg_config_t *c, const char *topic, const char *extract_id) {
@@ -180,7 +183,8 @@ static int open_file(kg_outputs_t *run, kg_output_t *o) {
                                  .schema = o->schema ? o->schema : c->avro_schema,
                                  .schema_len = o->schema ? o->schema_len : c->avro_schema_len,
                                  .codec = c->codec,
-                                 .deflate_level = c->deflate_level};
+                                 .deflate_level = c->deflate_level,
+                                 .csv = c->csv};
   return o->quarantine
              ? kg_writer_open(run->spec->fs, &kg_writer_simple, o->staging, &jsonl, &o->writer, run->write_error)
              : kg_writer_open(run->spec->fs, run->spec->writer, o->staging, &options, &o->writer, run->write_error);
@@ -288,7 +292,13 @@ static int emit(kg_outputs_t *run, const kg_record_t *record, double time, const
   if (run->write_rc) return run->write_rc;
   size_t idx = output_of(run, record, time);
   if ((run->write_rc = first_write(run, record, idx))) return run->write_rc;
-  run->write_rc = output_write(run, idx, data, len, checked);
+  int rc = output_write(run, idx, data, len, checked);
+  if (rc == KG_ERECORD) { /* this record does not fit the format: it fails, the outputs go on */
+    snprintf(run->refused, sizeof run->refused, "%s", run->write_error);
+    run->write_error[0] = '\0';
+    return rc;
+  }
+  run->write_rc = rc;
   kg_crash_point("write");
   return run->write_rc;
 }
@@ -304,6 +314,14 @@ int kg_outputs_emit_datum(void *ctx, const kg_record_t *record, double time, con
 void kg_outputs_batch_begin(kg_outputs_t *run) {
   run->emitting = NULL;
   run->nmarks = 0;
+  run->refused[0] = '\0';
+}
+
+bool kg_outputs_refused(kg_outputs_t *run, char *errbuf) {
+  if (!run->refused[0]) return false;
+  snprintf(errbuf, KG_ERRLEN, "%s", run->refused);
+  run->refused[0] = '\0';
+  return true;
 }
 
 int kg_outputs_take_back(kg_outputs_t *run, const kg_record_t *record, char *errbuf) {
@@ -330,6 +348,7 @@ int kg_outputs_error(const kg_outputs_t *run, char *errbuf) {
 
 void kg_outputs_written(const kg_outputs_t *run, int64_t *records, int64_t *bytes) {
   *records = *bytes = 0;
+  if (run->finished && !run->published) return; /* the task's files were removed: nothing of it is published */
   for (size_t i = 0; i < run->noutputs; i++) {
     const kg_output_t *o = &run->outputs[i];
     if (o->quarantine) continue;
@@ -371,10 +390,17 @@ int kg_outputs_finish(kg_outputs_t *run, bool ok, kg_task_result_t *result, char
       rc = hand_over(run, o, o->closed[k], result, err);
     if (!rc) remove_closed(run, o); /* nothing left there: the names only */
     if (rc || !o->writer) continue;
-    rc = kg_writer_close(o->writer, NULL, NULL, err);
+    /* The file's last counts come with its close: what the format puts last, and a buffering writer's last block
+     * (writer.h), are in the file only now. */
+    int64_t records = 0, bytes = 0;
+    rc = kg_writer_close(o->writer, &records, &bytes, err);
     o->writer = NULL;
     if (rc) continue;
+    o->closed_records += records;
+    o->closed_bytes += bytes;
     rc = hand_over(run, o, o->name, result, err);
   }
+  run->finished = true;
+  run->published = ok && rc == KG_OK;
   return ok ? rc : KG_OK;
 }

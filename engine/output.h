@@ -23,7 +23,8 @@ void kg_outputs_destroy(kg_outputs_t *outputs);
  * writer.avro.schema) is the Avro schema of its file when the file is opened here; the caller keeps it alive. */
 void kg_outputs_select(kg_outputs_t *outputs, const char *topic, const char *schema, size_t schema_len);
 /* A kg_emit_fn (CTX is the kg_outputs_t): writes one output of RECORD to the selected output. After a write error
- * every further call fails with it (kg_outputs_error says what it was). */
+ * every further call fails with it (kg_outputs_error says what it was). KG_ERECORD when the writer refused this
+ * output (it does not fit the format): the record is to fail (kg_outputs_refused says why), the outputs go on. */
 int kg_outputs_emit(void *ctx, const kg_record_t *record, double time, const char *data, size_t len);
 /* The same for an Avro datum of the output's schema that the engine has checked (kg_avro.h): the writer does not
  * check it again. */
@@ -36,9 +37,15 @@ int kg_outputs_take_back(kg_outputs_t *outputs, const kg_record_t *record, char 
  * line to FP/_errors. */
 int kg_outputs_quarantine(kg_outputs_t *outputs, const kg_workunit_t *wu, const kg_record_t *record, const char *stage,
                           const char *error, char *errbuf);
+/* Whether the writer refused an output (KG_ERECORD) since the batch began, or since the last call: the reason in
+ * ERRBUF (KG_ERRLEN bytes), once. */
+bool kg_outputs_refused(kg_outputs_t *outputs, char *errbuf);
 /* The first write error, as a code (KG_OK when none) with its message in ERRBUF. */
 int kg_outputs_error(const kg_outputs_t *outputs, char *errbuf);
-/* The records and bytes the writers hold, quarantined records aside: what the task has written so far. */
+/* The records and bytes of the task's output files, the quarantine files (FP/_errors) aside. While the task runs:
+ * what the writers hold so far, a compressed or Avro file's last block not yet (writer.h). After kg_outputs_finish:
+ * what the files handed to task output hold, byte for byte the files the commit publishes; 0 and 0 when the files
+ * were removed (a failed task, a failed finish). */
 void kg_outputs_written(const kg_outputs_t *outputs, int64_t *records, int64_t *bytes);
 
 /* Ends the outputs: when OK, closes each file and moves it to task output, adding it to RESULT's files (each with

@@ -91,8 +91,43 @@ static int migrate(sqlite3 *db, char **err) {
   return SQLITE_OK;
 }
 
+/* What to do with a state database that cannot be read as one: the end of the errors that say so. */
+#define KG_STATE_WAY_OUT                                                                                               \
+  "restore it (with its -wal file, if any) from a backup, or remove it, with its -wal and -shm files, to start "       \
+  "the job over (every partition is then new, and bootstrap.with.offset decides where each starts)"
+
+/* KG_ESTATE, "state store <path>: <WHAT>: <SQLite's error>"; for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB)
+ * followed by the way out. */
 static int db_fail(kg_state_t *s, char *errbuf, const char *what) {
+  int code = sqlite3_errcode(s->db);
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+    return kg_fail(errbuf, KG_ESTATE, "state store %s: %s: %s: the file is damaged; " KG_STATE_WAY_OUT, s->path, what,
+                   sqlite3_errmsg(s->db));
   return kg_fail(errbuf, KG_ESTATE, "state store %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+}
+
+/* An existing file opened as the state: it must be a kingest state database (its tables are made by the first
+ * transaction kingest makes in it; a database of an older kingest has partition_state, and perhaps not kg_meta).
+ * An empty file (0 bytes: truncated, or made by a tool) or another SQLite database is refused: taken for a new
+ * job's state, it would have every partition pulled again from bootstrap.with.offset, and records already
+ * published published again. */
+static int check_existing(kg_state_t *s, const char *job, char *errbuf) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('kg_meta', 'partition_state')",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot read it");
+  int step = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (step == SQLITE_ROW) return KG_OK;
+  if (step != SQLITE_DONE) return db_fail(s, errbuf, "cannot read it");
+  struct stat sb;
+  bool empty = stat(s->path, &sb) == 0 && sb.st_size == 0;
+  return kg_fail(errbuf, KG_ESTATE,
+                 "state store %s %s, not the state of job %s: kingest does not take it for a new job's, which "
+                 "would pull every partition again and publish again what was published; " KG_STATE_WAY_OUT,
+                 s->path, empty ? "is empty (0 bytes)" : "holds no kingest state (it has no partition_state table)",
+                 job);
 }
 
 static bool exists(const char *path) {
@@ -119,6 +154,7 @@ int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **ou
   }
   kg_state_t *s = kg_xcalloc(1, sizeof *s);
   s->path = path;
+  bool existed = exists(path);
   int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX;
   if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
     int rc = db_fail(s, errbuf, "cannot open");
@@ -126,6 +162,11 @@ int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **ou
     return rc;
   }
   sqlite3_busy_timeout(s->db, 10000);
+  int checked = existed ? check_existing(s, job, errbuf) : KG_OK;
+  if (checked) {
+    kg_state_close(s);
+    return checked;
+  }
   char *err = NULL;
   /* The tables and any added columns in one transaction: one sync of the journal, not one per statement. */
   if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, &err) != SQLITE_OK ||
@@ -161,6 +202,11 @@ int kg_state_open_readonly(const char *dir, const char *job, kg_state_t **out, c
     return rc;
   }
   sqlite3_busy_timeout(s->db, 10000);
+  int rc = check_existing(s, job, errbuf);
+  if (rc) {
+    kg_state_close(s);
+    return rc;
+  }
   *out = s;
   return KG_OK;
 }
@@ -242,7 +288,10 @@ const kg_partition_state_t *kg_state_find(const kg_partition_state_t *parts, siz
 static int exec(kg_state_t *s, const char *sql, char *errbuf) {
   char *err = NULL;
   if (sqlite3_exec(s->db, sql, NULL, NULL, &err) != SQLITE_OK) {
-    int rc = kg_fail(errbuf, KG_ESTATE, "state store %s: %s", s->path, err ? err : sqlite3_errmsg(s->db));
+    int code = sqlite3_errcode(s->db);
+    bool damaged = code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
+    int rc = kg_fail(errbuf, KG_ESTATE, "state store %s: %s%s", s->path, err ? err : sqlite3_errmsg(s->db),
+                     damaged ? ": the file is damaged; " KG_STATE_WAY_OUT : "");
     sqlite3_free(err);
     return rc;
   }

@@ -263,7 +263,11 @@ static int process_batch(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
     if (batch.next == 0) /* before its first record (a schema it cannot compile): no record to blame */
       return kg_fail(errbuf, KG_ELUA, "the script failed on a batch of %s:%d before its first record: %s", wu->topic,
                      wu->partition, lerr);
-    rc = record_failed(run, wu, res, &records[batch.next - 1], NULL, lerr, logged, errbuf);
+    /* The writer refused the record's output (a CSV record that is not an object): the record failed there. */
+    char refused[KG_ERRLEN];
+    bool by_writer = kg_outputs_refused(run->outputs, refused);
+    rc = record_failed(run, wu, res, &records[batch.next - 1], by_writer ? "writer" : NULL, by_writer ? refused : lerr,
+                       logged, errbuf);
     if (rc) return rc;
   }
   return KG_OK;
@@ -470,10 +474,6 @@ void kg_task_run(kg_task_t *t) {
   kg_metrics_add(&t->result.metrics, KG_M_EXTRACT_TIME, (double)(kg_mono_ms() - start));
   /* Counted per batch, so a task that read nothing would lack the counter: report it as 0 like the others. */
   kg_metrics_add(&t->result.metrics, KG_M_RECORDS_READ, 0);
-  int64_t records_written, bytes_written;
-  kg_outputs_written(run->outputs, &records_written, &bytes_written);
-  kg_metrics_add(&t->result.metrics, KG_M_RECORDS_WRITTEN, (double)records_written);
-  kg_metrics_add(&t->result.metrics, KG_M_BYTES_WRITTEN, (double)bytes_written);
   if (run->lua) {
     char cerr[KG_ERRLEN];
     if (kg_lua_collect(run->lua, &t->result.metrics, cerr)) KG_WARN("cannot collect the script's metrics: %s", cerr);
@@ -489,6 +489,12 @@ void kg_task_run(kg_task_t *t) {
   /* Close the staging files and move them to task output; on failure remove them. */
   int out_rc = kg_outputs_finish(run->outputs, rc == KG_OK, &t->result, rc ? NULL : err);
   if (!rc) rc = out_rc;
+  /* Counted once the files are closed: a file's last block and trailer are written at its close, and a failed
+   * task's files are removed (0 written). */
+  int64_t records_written, bytes_written;
+  kg_outputs_written(run->outputs, &records_written, &bytes_written);
+  kg_metrics_add(&t->result.metrics, KG_M_RECORDS_WRITTEN, (double)records_written);
+  kg_metrics_add(&t->result.metrics, KG_M_BYTES_WRITTEN, (double)bytes_written);
   kg_task_close(run);
   t->result.elapsed_ms = kg_mono_ms() - start;
   t->result.succeeded = rc == KG_OK;

@@ -74,9 +74,22 @@ int kg_tryout_validate(const kg_config_t *c, FILE *out, char *errbuf) {
   kg_buf_free(&hooks);
   char *fp = kg_task_file_path(c, "<topic>", "<yyyyMMddHHmmss>");
   row(out, "writer", "%s writer, %s, codec %s: %s/%s%s/part.<taskId>.%s",
-      writer == &kg_writer_avro ? "the Avro" : "the simple", c->output_format, codec_names[c->codec], c->final_dir, fp,
-      c->partitioner ? "/<time folders>" : "", c->file_ext);
+      writer == &kg_writer_avro  ? "the Avro"
+      : writer == &kg_writer_csv ? "the CSV"
+                                 : "the simple",
+      c->output_format, codec_names[c->codec], c->final_dir, fp, c->partitioner ? "/<time folders>" : "", c->file_ext);
   free(fp);
+  if (writer == &kg_writer_csv) {
+    kg_buf_t columns = {0};
+    for (size_t i = 0; i < c->csv.ncolumns; i++)
+      kg_buf_appendf(&columns, "%s%s", i ? "," : "", c->csv.columns[i]);
+    char delimiter[8];
+    snprintf(delimiter, sizeof delimiter, c->csv.delimiter == '\t' ? "\\t" : "%c", c->csv.delimiter);
+    row(out, "columns", "%s (delimiter %s, lines end in %s, %s, extra fields %s)", columns.data, delimiter,
+        c->csv.crlf ? "CRLF" : "LF", c->csv.header ? "a header line" : "no header line",
+        c->csv.ignore_extra ? "left out" : "fail the record");
+    kg_buf_free(&columns);
+  }
   static const char *const policies[] = {"skip", "fail", "quarantine"};
   char limit[64] = "not set";
   if (c->skip_error_limit_set) snprintf(limit, sizeof limit, "%lld", (long long)c->skip_error_limit);

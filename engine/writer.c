@@ -15,7 +15,7 @@ static const struct {
 } backends[] = {
     {"SimpleDataWriterBuilder", "txt", &kg_writer_simple},
     {"SimpleDataWriterBuilder", "json", &kg_writer_simple},
-    {"SimpleDataWriterBuilder", "csv", &kg_writer_simple},
+    {"SimpleDataWriterBuilder", "csv", &kg_writer_csv},
     {"AvroDataWriterBuilder", "avro", &kg_writer_avro},
 };
 

@@ -1,7 +1,7 @@
 /* writer.h: the writer interface: records into one output file, through a file system stream, in a format
  * that a backend makes (writer_simple.c: Gobblin's SimpleDataWriter; writer_avro.c: Avro object container
- * files, as Gobblin's AvroHdfsDataWriter). The writer is what counts the records and bytes written: the task's
- * metrics and the run's history take them from here.
+ * files, as Gobblin's AvroHdfsDataWriter; writer_csv.c: CSV, RFC 4180). The writer is what counts the records and bytes
+ * written: the task's metrics and the run's history take them from here.
  *
  * A backend is a kg_writer_ops_t; kg_writer_find picks one by writer.builder.class and writer.output.format
  * from the registry in writer.c. Adding one is a new file that fills a kg_writer_ops_t and a row in that
@@ -34,6 +34,18 @@ typedef enum { KG_CODEC_NULL = 0, KG_CODEC_DEFLATE, KG_CODEC_SNAPPY, KG_CODEC_GZ
  * property for it. */
 #define KG_AVRO_BLOCK_BYTES 64000
 
+/* The CSV writer's settings (writer.csv.*): the columns, in order (NCOLUMNS names, at least one, none twice), the
+ * byte between fields, the line end (CRLF: "\r\n", else "\n"), a header line of the column names at the top of
+ * each file, and whether a field that is no column is left out (IGNORE_EXTRA) or fails its record. */
+typedef struct {
+  char **columns;
+  size_t ncolumns;
+  char delimiter;
+  bool crlf;
+  bool header;
+  bool ignore_extra;
+} kg_csv_options_t;
+
 /* What a writer is opened with; the backend copies what it keeps, so the caller keeps what it passed. */
 typedef struct {
   const char *delimiter; /* bytes after each record (simple.writer.delimiter), DELIMITER_LEN of them */
@@ -48,6 +60,7 @@ typedef struct {
   kg_codec_t codec;
   int deflate_level;
   size_t block_bytes;
+  kg_csv_options_t csv; /* the CSV writer's; the file's codec, level and block bound are the ones above */
 } kg_writer_options_t;
 
 /* A writer backend: one output format. Every function returns KG_OK, or an error with a sentence naming the
@@ -58,7 +71,9 @@ typedef struct {
    * gets how many bytes that is (starts at 0). */
   int (*open)(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf);
   /* Takes one record, LEN bytes of DATA; *BYTES gets how many bytes it added to the file (0 when it waits in a
-   * buffer; only read on success). Never writes a buffer out (see the marks above). */
+   * buffer; only read on success). Never writes a buffer out (see the marks above). KG_ERECORD when the record
+   * does not fit the format (a CSV record that is not an object): nothing of it was written, and only that record
+   * fails; any other error fails the file. */
   int (*write)(kg_writer_t *w, const char *data, size_t len, int64_t *bytes, char *errbuf);
   /* A mark: the caller will never take the file back to before here. A buffering backend may write its buffer
    * out; *BYTES gets how many bytes that added to the file (starts at 0). NULL when nothing is buffered. */
@@ -90,6 +105,10 @@ int kg_writer_find(const char *builder_class, const char *format, const kg_write
  * delimiter; the file compressed as a whole by gzip or zstd, or not. Also the writer of quarantined records, as
  * JSON lines. */
 extern const kg_writer_ops_t kg_writer_simple;
+/* The CSV writer (writer_csv.c): each record a JSON object (a table the script returned, a JSON payload, an Avro
+ * record as JSON) or array, written as one CSV line of OPTIONS->csv's columns; the file compressed as the simple
+ * writer's. */
+extern const kg_writer_ops_t kg_writer_csv;
 /* The Avro writer (writer_avro.c): an Avro object container file whose records are Avro binary datums of the
  * file's schema (OPTIONS->schema), written as they are, in blocks compressed by OPTIONS->codec. */
 extern const kg_writer_ops_t kg_writer_avro;
@@ -99,7 +118,7 @@ extern const kg_writer_ops_t kg_writer_avro;
 int kg_writer_open(kg_fs_t *fs, const kg_writer_ops_t *ops, const char *path, const kg_writer_options_t *options,
                    kg_writer_t **out, char *errbuf);
 /* Appends one record. KG_EIO names the file and the reason (disk full, file too large); what the failed record
- * wrote is not counted. */
+ * wrote is not counted. KG_ERECORD (the record does not fit the format) leaves the file as it was. */
 int kg_writer_write(kg_writer_t *w, const char *data, size_t len, char *errbuf);
 /* The same for a record the caller has checked to be what the format takes (an Avro datum of the file's
  * schema): a backend that checks its records skips it. */

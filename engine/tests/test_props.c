@@ -578,7 +578,81 @@ static void test_avro_config(void) {
   CHECK_CONTAINS(err, "invalid value 'lz4' for property writer.codec.type");
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=json\nwriter.avro.schema=\"bytes\"\n", &c, err),
             KG_EINVAL);
-  CHECK_STR(err, "job.pull:3: writer.avro.schema is read by the Avro writer only, and writer.output.format is json");
+  CHECK_STR(err,
+            "job.pull:3: writer.avro.schema is read by the Avro writer, and by the CSV writer for its columns, and "
+            "writer.output.format is json");
+  /* csv: the columns given (trimmed) or a record schema's fields; the settings; what is refused. */
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=csv\nwriter.csv.columns= id, name ,ts\n"
+                        "writer.csv.header=true\nwriter.csv.delimiter=\\t\nwriter.csv.line.end=CRLF\n"
+                        "writer.codec.type=gzip\n",
+                        &c, err),
+            KG_OK);
+  if (c) {
+    CHECK_INT(c->csv.ncolumns, 3);
+    if (c->csv.ncolumns == 3) {
+      CHECK_STR(c->csv.columns[0], "id");
+      CHECK_STR(c->csv.columns[1], "name");
+      CHECK_STR(c->csv.columns[2], "ts");
+    }
+    CHECK(c->csv.header);
+    CHECK(c->csv.crlf);
+    CHECK_INT(c->csv.delimiter, '\t');
+    CHECK(!c->csv.ignore_extra);
+    CHECK_STR(c->file_ext, "csv.gz");
+    CHECK(c->avro_schema == NULL);
+  }
+  kg_config_destroy(c);
+  c = NULL;
+  CHECK_INT(config_from(
+                "kafka.brokers=b:1\nwriter.output.format=csv\nwriter.csv.extra.fields=ignore\n"
+                "writer.avro.schema={\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"b\",\"type\":\"int\"},"
+                "{\"name\":\"a\",\"type\":\"string\"}]}\n",
+                &c, err),
+            KG_OK);
+  if (c) {
+    CHECK_INT(c->csv.ncolumns, 2);
+    if (c->csv.ncolumns == 2) {
+      CHECK_STR(c->csv.columns[0], "b");
+      CHECK_STR(c->csv.columns[1], "a");
+    }
+    CHECK(c->csv.ignore_extra);
+    CHECK_INT(c->csv.delimiter, ',');
+    CHECK(!c->csv.crlf);
+    CHECK(!c->csv.header);
+    CHECK(c->avro_schema == NULL); /* the schema named the columns; the records are not Avro */
+  }
+  kg_config_destroy(c);
+  c = NULL;
+  const struct {
+    const char *text, *says;
+  } bad_csv[] = {
+      {"writer.output.format=csv\n", "quick.pull: writer.output.format=csv needs its columns: set writer.csv.columns"},
+      {"writer.output.format=csv\nwriter.csv.columns=a,b\nwriter.avro.schema={\"type\":\"record\",\"name\":\"R\","
+       "\"fields\":[{\"name\":\"a\",\"type\":\"int\"}]}\n",
+       "writer.csv.columns and writer.avro.schema both give the CSV columns"},
+      {"writer.output.format=csv\nwriter.avro.schema=\"long\"\n", "the schema is not a record with fields"},
+      {"writer.output.format=csv\nwriter.csv.columns=a, ,b\n", "writer.csv.columns=a, ,b: a column name is empty"},
+      {"writer.output.format=csv\nwriter.csv.columns=a,b,a\n", "column a is given twice"},
+      {"writer.output.format=csv\nwriter.csv.columns=a\nwriter.csv.delimiter=\n", "writer.csv.delimiter must be one"},
+      {"writer.output.format=csv\nwriter.csv.columns=a\nwriter.csv.line.end=cr\n", "writer.csv.line.end"},
+      {"writer.output.format=csv\nwriter.csv.columns=a\nwriter.csv.extra.fields=drop\n", "writer.csv.extra.fields"},
+      {"writer.output.format=csv\nwriter.csv.columns=a\nsimple.writer.prepend.size=true\n",
+       "simple.writer.prepend.size=true frames the simple writer's records"},
+      {"writer.output.format=csv\nwriter.csv.columns=a\nsimple.writer.delimiter=|\n",
+       "simple.writer.delimiter is the simple writer's"},
+      {"writer.output.format=json\nwriter.csv.columns=a\n",
+       "writer.csv.columns is read by the CSV writer only, and writer.output.format is json"},
+      {"writer.csv.line.end=crlf\n",
+       "writer.csv.line.end is read by the CSV writer only, and writer.output.format is txt"},
+  };
+  for (size_t i = 0; i < sizeof bad_csv / sizeof bad_csv[0]; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "kafka.brokers=b:1\n%s", bad_csv[i].text);
+    CHECK_INT(config_from(text, &c, err), KG_EINVAL);
+    CHECK_CONTAINS(err, bad_csv[i].says);
+    kg_config_destroy(c);
+    c = NULL;
+  }
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.typ=null\n", &c, err), KG_EINVAL);
   CHECK_CONTAINS(err, "did you mean writer.codec.type?");
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=NULL\n", &c, err), KG_OK);

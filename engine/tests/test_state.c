@@ -81,6 +81,85 @@ static void test_migration(const char *dir) {
   free(path);
 }
 
+/* Writes LEN bytes of DATA to PATH (replacing it). */
+static void spit(const char *path, const char *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  if (len) fwrite(data, 1, len, f);
+  fclose(f);
+}
+
+/* A state database that exists but is not one is refused, naming the file and the way out, by every way of
+ * opening it, and is left as it was: empty (0 bytes), cut short, not SQLite, another program's database. A
+ * database that is absent is a new job's. */
+static void test_not_a_state(const char *dir) {
+  char err[KG_ERRLEN];
+  kg_state_t *s = NULL;
+  char *store = kg_xasprintf("%s/damaged", dir);
+  CHECK_INT(kg_state_open(store, "good", true, &s, err), KG_OK); /* absent: made */
+  kg_partition_state_t p = part("t", 0, 100, 100);
+  CHECK_INT(kg_state_commit_begin(s, "job_1", NULL, 0, &p, 1, err), KG_OK);
+  CHECK_INT(kg_state_commit_finish(s, "job_1", err), KG_OK);
+  for (int i = 0; i < 300; i++) { /* a database of several pages, so that cutting it short loses some */
+    char id[32];
+    snprintf(id, sizeof id, "job_run_%d", i);
+    CHECK_INT(kg_state_run_begin(s, id, i, err), KG_OK);
+  }
+  kg_state_close(s);
+  char *good = kg_xasprintf("%s/good.db", store);
+  size_t len = 0;
+  FILE *f = fopen(good, "rb");
+  char *bytes = kg_xmalloc(1 << 20);
+  len = fread(bytes, 1, 1 << 20, f);
+  fclose(f);
+  CHECK(len > 8192);
+
+  struct {
+    const char *job, *data;
+    size_t len;
+    const char *says;
+  } cases[] = {
+      {"empty", "", 0, "is empty (0 bytes), not the state of job empty"},
+      {"cut", bytes, len / 2, "the file is damaged"},
+      {"text", "not a database at all, but long enough to be read as one", 57, "the file is damaged"},
+      {"other", NULL, 0, "holds no kingest state"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *path = kg_xasprintf("%s/%s.db", store, cases[i].job);
+    if (cases[i].data) {
+      spit(path, cases[i].data, cases[i].len);
+    } else {
+      sqlite3 *db = NULL;
+      CHECK_INT(sqlite3_open(path, &db), SQLITE_OK);
+      CHECK_INT(sqlite3_exec(db, "CREATE TABLE notes(text TEXT)", NULL, NULL, NULL), SQLITE_OK);
+      sqlite3_close(db);
+    }
+    f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    long before = ftell(f);
+    fclose(f);
+    for (int how = 0; how < 3; how++) {
+      err[0] = 0;
+      int rc = how == 0   ? kg_state_open(store, cases[i].job, true, &s, err)
+               : how == 1 ? kg_state_open(store, cases[i].job, false, &s, err)
+                          : kg_state_open_readonly(store, cases[i].job, &s, err);
+      CHECK_INT(rc, KG_ESTATE);
+      CHECK(s == NULL);
+      CHECK_CONTAINS(err, path);
+      CHECK_CONTAINS(err, cases[i].says);
+      CHECK_CONTAINS(err, "remove it, with its -wal and -shm files, to start the job over");
+      CHECK_CONTAINS(err, "restore it");
+    }
+    f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    CHECK_INT(ftell(f), before); /* left as it was */
+    fclose(f);
+    free(path);
+  }
+  free(bytes);
+  free(good);
+  free(store);
+}
+
 int main(void) {
   char tmpl[] = "/tmp/kg-state-XXXXXX";
   char *dir = mkdtemp(tmpl);
@@ -90,6 +169,7 @@ int main(void) {
   CHECK_CONTAINS(err, "missing");
   char *store = kg_xasprintf("%s/store", dir);
   test_migration(dir);
+  test_not_a_state(dir);
   CHECK_INT(kg_state_open(store, "job1", true, &s, err), KG_OK);
 
   /* A full commit: journal, move, finish. */

@@ -113,7 +113,7 @@ static void test_bytes(const char *dir) {
 static void test_find(void) {
   char err[KG_ERRLEN];
   const kg_writer_ops_t *ops = NULL;
-  static const char *const formats[] = {"txt", "json", "csv", "TXT"};
+  static const char *const formats[] = {"txt", "json", "TXT"};
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
     ops = NULL;
     CHECK_INT(kg_writer_find(NULL, formats[i], &ops, err), KG_OK);
@@ -121,8 +121,11 @@ static void test_find(void) {
   }
   CHECK_INT(kg_writer_find("gobblin.writer.SimpleDataWriterBuilder", "json", &ops, err), KG_OK);
   CHECK(ops == &kg_writer_simple);
+  /* csv is the CSV writer's, not JSON lines in a .csv file. */
+  CHECK_INT(kg_writer_find(NULL, "CSV", &ops, err), KG_OK);
+  CHECK(ops == &kg_writer_csv);
   CHECK_INT(kg_writer_find("org.apache.gobblin.writer.SimpleDataWriterBuilder", "csv", &ops, err), KG_OK);
-  CHECK(ops == &kg_writer_simple);
+  CHECK(ops == &kg_writer_csv);
   static const char *const avro[] = {"avro", "AVRO", "Avro"};
   for (size_t i = 0; i < sizeof avro / sizeof avro[0]; i++) {
     ops = NULL;
@@ -299,6 +302,224 @@ static void test_compressed(const char *dir) {
   }
 }
 
+static int64_t file_size(const char *path);
+
+/* Opens a CSV writer at PATH with columns COLS (comma-separated) and the other settings of O. */
+static int open_csv(const char *path, const char *cols, kg_csv_options_t o, kg_codec_t codec, kg_writer_t **w,
+                    char *err) {
+  char *names[16];
+  char *copy = kg_xstrdup(cols);
+  size_t n = 0;
+  for (char *tok = strtok(copy, ","); tok && n < 16; tok = strtok(NULL, ","))
+    names[n++] = tok;
+  o.columns = names;
+  o.ncolumns = n;
+  if (!o.delimiter) o.delimiter = ',';
+  kg_writer_options_t options = {.codec = codec, .deflate_level = 6, .block_bytes = 64, .csv = o};
+  int rc = kg_writer_open(kg_fs_local(), &kg_writer_csv, path, &options, w, err);
+  free(copy); /* the writer keeps its own copy of the names */
+  return rc;
+}
+
+/* The file at PATH as a string (NUL-terminated; "" when there is none). */
+static char *text_of(const char *path) {
+  size_t len = 0;
+  char *data = slurp(path, &len);
+  if (!data) return kg_xstrdup("");
+  data[len] = '\0';
+  return data;
+}
+
+/* The CSV writer: RFC 4180 quoting, every kind of value, the header, the line end; records that are not objects or
+ * arrays, or have a field that is no column, refused with the file as it was; the bytes counted are the file's. */
+static void test_csv(const char *dir) {
+  char err[KG_ERRLEN];
+  char *path = kg_xasprintf("%s/csv/plain.csv", dir);
+  kg_writer_t *w = NULL;
+  CHECK_INT(open_csv(path, "id,name,score,ok,tags,missing", (kg_csv_options_t){.header = true}, KG_CODEC_NULL, &w, err),
+            KG_OK);
+  if (!w) return;
+  CHECK_INT(kg_writer_bytes(w), 30); /* the header */
+  const char *lines[] = {
+      "{\"id\":1,\"name\":\"plain\",\"score\":0.1,\"ok\":true,\"tags\":[\"a\",\"b\"]}",
+      /* members in another order, a comma, a quote, a line break, an escape, a nested object */
+      "{\"name\":\"a, \\\"b\\\"\\nc\",\"id\":-9223372036854775808,\"ok\":false,\"tags\":{\"k\":null},\"score\":1e300}",
+      /* null and the empty string differ; a CR is quoted */
+      "{\"id\":18446744073709551615,\"name\":\"\",\"score\":null,\"tags\":\"cr\\r\"}",
+      /* an array fills the columns in order; the ones after it stay empty */
+      "[3, \"from an array\", 2.5]",
+      "{}",
+  };
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+    CHECK_INT(kg_writer_write(w, lines[i], strlen(lines[i]), err), KG_OK);
+  const char *expected = "id,name,score,ok,tags,missing\n"
+                         "1,plain,0.1,true,\"[\"\"a\"\",\"\"b\"\"]\",\n"
+                         "-9223372036854775808,\"a, \"\"b\"\"\nc\",1e+300,false,\"{\"\"k\"\":null}\",\n"
+                         "18446744073709551615,\"\",,,\"cr\r\",\n"
+                         "3,from an array,2.5,,,\n"
+                         ",,,,,\n";
+  CHECK_INT(kg_writer_bytes(w), strlen(expected));
+
+  /* Refused: the writer's counts and the file stay as they were. */
+  int64_t records_before = kg_writer_records(w), bytes_before = kg_writer_bytes(w);
+  const struct {
+    const char *record, *says;
+  } refused[] = {
+      {"not json", "it is not a JSON object or array"},
+      {"42", "it is a JSON number, not an object or array"},
+      {"\"text\"", "it is a JSON string"},
+      {"{\"id\":1,\"extra\":2}", "its field \"extra\" is not one of the columns (id,name,score,ok,tags,missing)"},
+      {"[1,2,3,4,5,6,7]", "it is an array of 7 items, and there are 6 columns"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    err[0] = '\0';
+    CHECK_INT(kg_writer_write(w, refused[i].record, strlen(refused[i].record), err), KG_ERECORD);
+    CHECK_CONTAINS(err, "cannot write the record as a line of CSV file ");
+    CHECK_CONTAINS(err, path);
+    CHECK_CONTAINS(err, refused[i].says);
+  }
+  CHECK_INT(kg_writer_records(w), records_before);
+  CHECK_INT(kg_writer_bytes(w), bytes_before);
+  int64_t records = 0, bytes = 0;
+  CHECK_INT(kg_writer_close(w, &records, &bytes, err), KG_OK);
+  CHECK_INT(records, 5);
+  char *got = text_of(path);
+  CHECK_STR(got, expected);
+  CHECK_INT(bytes, strlen(got));
+  free(got);
+  free(path);
+
+  /* Another delimiter is quoted in its turn (and a comma is not); CRLF line ends; no header; extra fields left
+   * out when asked; a record taken back (its converters failed after it wrote) is not in the file. */
+  path = kg_xasprintf("%s/csv/semicolon.csv", dir);
+  CHECK_INT(open_csv(path, "a,b", (kg_csv_options_t){.delimiter = ';', .crlf = true, .ignore_extra = true},
+                     KG_CODEC_NULL, &w, err),
+            KG_OK);
+  CHECK_INT(kg_writer_bytes(w), 0);
+  CHECK_INT(kg_writer_write(w, "{\"a\":\"x;y\",\"b\":\"p,q\",\"c\":\"left out\"}", 36, err), KG_OK);
+  CHECK_INT(kg_writer_mark(w, &records, &bytes, err), KG_OK);
+  CHECK_INT(kg_writer_write(w, "[1,2,3]", 7, err), KG_OK);
+  CHECK_INT(kg_writer_truncate(w, records, bytes, err), KG_OK);
+  CHECK_INT(kg_writer_write(w, "[1,2,3]", 7, err), KG_OK);
+  CHECK_INT(kg_writer_close(w, &records, &bytes, err), KG_OK);
+  got = text_of(path);
+  CHECK_STR(got, "\"x;y\";p,q\r\n1;2\r\n");
+  CHECK_INT(bytes, strlen(got));
+  CHECK_INT(records, 2);
+  free(got);
+  free(path);
+
+  /* gzip: each file its header; the bytes counted are the compressed file's; gzip reads the lines back. */
+  path = kg_xasprintf("%s/csv/z.csv.gz", dir);
+  CHECK_INT(open_csv(path, "n", (kg_csv_options_t){.header = true}, KG_CODEC_GZIP, &w, err), KG_OK);
+  kg_buf_t want = {0};
+  kg_buf_append(&want, "n\n", 2);
+  for (int i = 0; i < 300; i++) {
+    char rec[32];
+    int n = snprintf(rec, sizeof rec, "{\"n\":%d}", i);
+    CHECK_INT(kg_writer_mark(w, &records, &bytes, err), KG_OK);
+    CHECK_INT(kg_writer_write(w, rec, (size_t)n, err), KG_OK);
+    kg_buf_appendf(&want, "%d\n", i);
+  }
+  CHECK_INT(kg_writer_close(w, &records, &bytes, err), KG_OK);
+  CHECK_INT(bytes, file_size(path));
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "gzip -dc '%s'", path);
+  FILE *pipe = popen(cmd, "r");
+  kg_buf_t unzipped = {0};
+  char chunk[4096];
+  size_t n;
+  while (pipe && (n = fread(chunk, 1, sizeof chunk, pipe)) > 0)
+    kg_buf_append(&unzipped, chunk, n);
+  CHECK_INT(pipe ? pclose(pipe) : -1, 0);
+  CHECK_STR(unzipped.data, want.data);
+  kg_buf_free(&unzipped);
+  kg_buf_free(&want);
+  free(path);
+}
+
+/* The size of the file at PATH, -1 when there is none. */
+static int64_t file_size(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  fseek(f, 0, SEEK_END);
+  int64_t n = ftell(f);
+  fclose(f);
+  return n;
+}
+
+/* A task's outputs count, once finished, the bytes of the files they hand to task output: a compressed file's
+ * last block and trailer, which only its close writes, included; the quarantine file is not counted; a failed
+ * task's removed files count nothing. */
+static void test_outputs_written(const char *dir) {
+  for (int codec = 0; codec < 2; codec++) {
+    char job_dir[512], err[KG_ERRLEN];
+    snprintf(job_dir, sizeof job_dir, "%s/outputs%d", dir, codec);
+    kg_config_t c = {0};
+    c.path_type = KG_PATH_TABLENAME;
+    c.extract_namespace = "";
+    c.file_ext = codec ? "txt.gz" : "txt";
+    c.delimiter = "\n";
+    c.delimiter_len = 1;
+    c.codec = codec ? KG_CODEC_GZIP : KG_CODEC_NULL;
+    c.deflate_level = 6;
+    c.roll_records = 3; /* 7 records: files of 3, 3 and 1 */
+    c.final_dir = job_dir;
+    kg_task_spec_t spec = {.task_id = "task_T_1_0",
+                           .config = &c,
+                           .job_dir = job_dir,
+                           .extract_id = "1",
+                           .fs = kg_fs_local(),
+                           .writer = &kg_writer_simple};
+    kg_outputs_t *o = kg_outputs_new(&spec);
+    kg_outputs_select(o, "topic", NULL, 0);
+    kg_record_t records[7] = {{0}};
+    for (int i = 0; i < 7; i++) {
+      char line[32];
+      int n = snprintf(line, sizeof line, "line %d", i);
+      kg_outputs_batch_begin(o);
+      CHECK_INT(kg_outputs_emit(o, &records[i], -1, line, (size_t)n), KG_OK);
+    }
+    kg_workunit_t wu = {.topic = "topic"};
+    CHECK_INT(kg_outputs_quarantine(o, &wu, &records[0], "decodeRecord", "bad", err), KG_OK);
+    kg_task_result_t result = {0};
+    CHECK_INT(kg_outputs_finish(o, true, &result, err), KG_OK);
+    int64_t records_written = 0, bytes_written = 0, on_disk = 0;
+    kg_outputs_written(o, &records_written, &bytes_written);
+    size_t data_files = 0;
+    for (size_t i = 0; i < result.nfiles; i++) {
+      int64_t size = file_size(result.files[i].output);
+      CHECK(size > 0);
+      if (strstr(result.files[i].output, "/_errors/")) continue;
+      on_disk += size;
+      data_files++;
+    }
+    CHECK_INT(data_files, 3);
+    CHECK_INT(records_written, 7);
+    CHECK_INT(bytes_written, on_disk);
+    for (size_t i = 0; i < result.nfiles; i++) {
+      free(result.files[i].file_path);
+      free(result.files[i].output);
+      free(result.files[i].final);
+    }
+    free(result.files);
+    kg_outputs_destroy(o);
+
+    /* A failed task: its files are removed, and nothing is written. */
+    o = kg_outputs_new(&spec);
+    kg_outputs_select(o, "topic", NULL, 0);
+    kg_outputs_batch_begin(o);
+    CHECK_INT(kg_outputs_emit(o, &records[0], -1, "gone", 4), KG_OK);
+    kg_task_result_t failed = {0};
+    CHECK_INT(kg_outputs_finish(o, false, &failed, NULL), KG_OK);
+    kg_outputs_written(o, &records_written, &bytes_written);
+    CHECK_INT(records_written, 0);
+    CHECK_INT(bytes_written, 0);
+    CHECK_INT(failed.nfiles, 0);
+    kg_outputs_destroy(o);
+  }
+}
+
 int main(void) {
   char tmpl[] = "/tmp/kg-writer-XXXXXX";
   char *dir = mkdtemp(tmpl);
@@ -308,6 +529,8 @@ int main(void) {
   test_close_failure(dir);
   test_file_paths();
   test_compressed(dir);
+  test_outputs_written(dir);
+  test_csv(dir);
   kg_fs_remove_tree(kg_fs_local(), dir, NULL);
   TEST_MAIN_END();
 }

@@ -185,6 +185,29 @@ describe("Avro records from a schema registry", function()
     assert.same(events(5), by_id(got))
   end)
 
+  it("writes Avro records as CSV lines of the columns, read back by Python's csv module", function()
+    local topic = H.unique("avro_csv")
+    H.create_topic(topic, 1)
+    local list = events(5)
+    list[3].name = 'with, a "quote"'
+    produce("confluent", confluent_api(), topic, V1, list)
+    local work = H.workdir("avro_csv")
+    H.run_ok(job(work, topic, confluent_props({
+      ["writer.output.format"] = "csv",
+      ["writer.csv.columns"] = "name,id,at",
+      ["writer.csv.header"] = "true",
+    })), work)
+    local files = H.files(work .. "/job-output/" .. topic)
+    assert.are.equal(1, #files)
+    local code, out, err = H.sh("python3 -c " ..
+      H.q("import csv, json, sys\nprint(json.dumps(list(csv.reader(open(sys.argv[1], newline='')))))") .. " " ..
+      H.q(work .. "/job-output/" .. topic .. "/" .. files[1]))
+    assert.are.equal(0, code, err)
+    local expected = { { "name", "id", "at" } }
+    for _, e in ipairs(list) do expected[#expected + 1] = { e.name, tostring(e.id), tostring(e.at) } end
+    assert.same(expected, cjson.decode(out))
+  end)
+
   it("hands converters decoded records and encodes what they return with the output schema", function()
     local topic = H.unique("avro_lua")
     H.create_topic(topic, 1)

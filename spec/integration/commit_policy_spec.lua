@@ -99,5 +99,7 @@ describe("job.commit.policy", function()
     assert.same({}, H.stored_offsets(work, JOB))
     assert.same({}, H.files(work .. "/task-data"))
     assert.are.equal("FAILED", last_result(work))
+    -- Nothing published, nothing written: the task that succeeded wrote files that were removed.
+    assert.same({ { "0", "0" } }, H.sqlite(work .. "/state-store/" .. JOB .. ".db", "SELECT records, bytes FROM runs"))
   end)
 end)

@@ -1,5 +1,5 @@
 -- The job lock (docs/behaviour.md, section 7): while a run of a job is going on, a second run of the same job
--- exits at once with Gobblin's message; a lock left by a process that died is taken over; and
+-- exits at once with Gobblin's message, also one whose job.lock.dir differs (the lock beside the state); a lock left by a process that died is taken over; and
 -- job.lock.enabled=false lets runs overlap. The runs that hold the lock are made slow by a decodeRecord
 -- that busy-waits 0.3 s per record, over 10 records.
 local H = require("support.harness")
@@ -44,6 +44,8 @@ describe("the job lock", function()
       assert.falsy(err:find("Taking over", 1, true), "run " .. n .. ":\n" .. err)
       -- The file stays (flock(2) needs it) but holds no pid once the run is over.
       assert.are.equal("", H.slurp(lockfile), "run " .. n .. " left a pid in " .. lockfile)
+      local statelock = c.work .. "/state-store/" .. c.name .. ".db.lock"
+      assert.are.equal("", H.slurp(statelock), "run " .. n .. " left a pid in " .. statelock)
     end
     assert.same(RECORDS, H.output_lines(c.work .. "/job-output/" .. c.topic))
   end)
@@ -65,6 +67,16 @@ describe("the job lock", function()
     assert.truthy(err:find("(lock held by process " .. pid .. ")", 1, true), err)
     assert.falsy(err:find("Taking over", 1, true), err)
     assert.are.equal(pid .. "\n", H.slurp(c.work .. "/locks/" .. c.name .. ".lock"))
+    -- It holds the lock beside the state database too: a run whose job.lock.dir is another folder, on the same
+    -- state, is refused as well.
+    assert.are.equal(pid .. "\n", H.slurp(c.work .. "/state-store/" .. c.name .. ".db.lock"))
+    local other = H.job({ dir = c.work .. "/other", name = c.name, topics = c.topic, code = H.slow_decode(300),
+                          props = { ["job.lock.dir"] = c.work .. "/other/locks" } })
+    code, _, err = H.kingest({ "run", other }, { GOBBLIN_WORK_DIR = c.work })
+    assert.are.equal(3, code, err)
+    assert.are.equal("kingest: Previous instance of job " .. c.name .. " is still running, skipping this run",
+      H.last_line(err))
+    assert.truthy(err:find("(lock held by process " .. pid .. ")", 1, true), err)
     assert.is_nil(H.slurp(first.status), "the first run should still be running")
 
     assert.are.equal(0, H.wait_exit(first, 30), H.stderr_of(first))

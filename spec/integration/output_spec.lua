@@ -215,3 +215,274 @@ describe("time-partitioned folders", function()
         { "partition", "writer.partitioner.class" })
     end)
 end)
+
+describe("bytes written", function()
+  local SCHEMA = '{"type":"record","name":"Line","fields":[{"name":"id","type":"long"},{"name":"text","type":"string"}]}'
+  -- Avro output: each line becomes a record of SCHEMA, encoded by the runtime.
+  local TO_AVRO = [[
+  decodeRecord = function(rec)
+    local v = rec:value()
+    return { id = tonumber(v:match("%d+")), text = v }
+  end,
+]]
+  -- The same, a line holding "bad" failing in the script (quarantined with decode.error.policy=quarantine).
+  local TO_AVRO_OR_FAIL = TO_AVRO:gsub("local v = rec:value%(%)", 'local v = rec:value()\n    if v:find("bad") then error("bad line") end')
+
+  -- The records of the published file PATH, counted by tools that are not kingest's: fastavro, zcat, zstd, wc.
+  local function records_in(path)
+    local cmd
+    if path:match("%.avro$") then
+      cmd = "python3 -c " .. H.q("import sys, fastavro\nprint(sum(1 for _ in fastavro.reader(open(sys.argv[1], 'rb'))))") ..
+        " " .. H.q(path)
+    elseif path:match("%.gz$") then
+      cmd = "zcat " .. H.q(path) .. " | wc -l"
+    elseif path:match("%.zst$") then
+      cmd = "zstd -q -dc " .. H.q(path) .. " | wc -l"
+    else
+      cmd = "wc -l <" .. H.q(path)
+    end
+    local code, out, err = H.sh(cmd)
+    assert(code == 0, cmd .. ": " .. err)
+    return tonumber(out:match("%d+"))
+  end
+
+  -- The files published under DIR, the quarantine folder (_errors) apart: their sizes (stat) and records.
+  local function measured(dir)
+    local bytes, records, files, errors = 0, 0, 0, 0
+    for _, f in ipairs(H.files(dir)) do
+      local path = dir .. "/" .. f
+      local _, size = H.sh("stat -c %s " .. H.q(path))
+      if f:match("^_errors/") then
+        errors = errors + tonumber(size)
+      else
+        bytes = bytes + tonumber(size)
+        records = records + records_in(path)
+        files = files + 1
+      end
+    end
+    return { bytes = bytes, records = records, files = files, errors = errors }
+  end
+
+  -- What the run in WORK of job NAME (whose LOG is given) reports it wrote: the log's last line, its history row
+  -- (`kingest state history --json`), the job's line of the metrics file and the Prometheus textfile.
+  local function reported(work, name, log)
+    local r = {}
+    local records, bytes = log:match("completed in %d+ms: (%d+) records, (%d+) bytes written")
+    r.log = { records = tonumber(records), bytes = tonumber(bytes) }
+    local code, out, err = H.kingest({ "state", "history", name, "--json", "-w", work })
+    assert.are.equal(0, code, err)
+    local run = cjson.decode(out)[1]
+    r.history = { records = run.records_written, bytes = run.bytes_written }
+    for _, line in ipairs(H.metrics_lines(work .. "/metrics")) do
+      if line.type == "metrics" and line.context.task == nil then
+        r.metrics = { records = line.counters["gobblin.writer.records.written"],
+                      bytes = line.counters["gobblin.writer.bytes.written"] }
+      end
+    end
+    local prom = H.slurp(work .. "/kingest.prom") or ""
+    r.prometheus = {
+      records = tonumber(prom:match('\nkingest_run_records_written{job="' .. name .. '"} (%d+)')),
+      bytes = tonumber(prom:match('\nkingest_run_bytes_written{job="' .. name .. '"} (%d+)')),
+      bytes_total = tonumber(prom:match('\nkingest_bytes_written_total{job="' .. name .. '"} (%d+)')),
+    }
+    return r
+  end
+
+  local cases = {
+    { name = "text", props = {} },
+    { name = "gzip text", props = { ["writer.codec.type"] = "gzip" } },
+    { name = "zstd text", props = { ["writer.codec.type"] = "zstd" } },
+    { name = "Avro, null codec", props = { ["writer.output.format"] = "avro", ["writer.codec.type"] = "null",
+      schema = SCHEMA }, code = TO_AVRO },
+    { name = "Avro, deflate", props = { ["writer.output.format"] = "avro", schema = SCHEMA }, code = TO_AVRO },
+    { name = "Avro, snappy", props = { ["writer.output.format"] = "avro", ["writer.codec.type"] = "snappy",
+      schema = SCHEMA }, code = TO_AVRO },
+    { name = "rolled gzip text", props = { ["writer.codec.type"] = "gzip", ["writer.file.max.records"] = "700" },
+      files = 3 },
+    { name = "rolled Avro", props = { ["writer.output.format"] = "avro", ["writer.file.max.records"] = "700",
+      schema = SCHEMA }, code = TO_AVRO, files = 3 },
+    { name = "Avro with quarantined records, not counted", props = { ["writer.output.format"] = "avro",
+      schema = SCHEMA, ["decode.error.policy"] = "quarantine", ["task.skip.error.records"] = "-1",
+      ["decode.error.max.ratio"] = "1" }, code = TO_AVRO_OR_FAIL, bad = true },
+  }
+  local topic
+  for _, case in ipairs(cases) do
+    it("are the bytes of the published files, in the log, the history, the metrics file and Prometheus: " ..
+      case.name, function()
+      if not topic then
+        local lines = numbered(2000)
+        for i = 100, 2000, 400 do lines[i] = lines[i] .. " bad" end
+        topic = H.topic_with("bytes", lines)
+      end
+      local work = H.workdir("bytes")
+      local props = { ["metrics.reporting.file.enabled"] = "true",
+                      ["metrics.reporting.prometheus.file"] = work .. "/kingest.prom" }
+      for k, v in pairs(case.props) do props[k] = v end
+      local log = H.run_ok(H.job({ dir = work, name = "Bytes", topics = topic, props = props, code = case.code }), work)
+      local m = measured(work .. "/job-output/" .. topic)
+      assert.are.equal(case.files or 1, m.files)
+      assert.are.equal(case.bad and 1995 or 2000, m.records)
+      if case.bad then assert.is_true(m.errors > 0, "no quarantine file") end
+      local r = reported(work, "Bytes", log)
+      local expected = { records = m.records, bytes = m.bytes }
+      assert.are.same(expected, r.log)
+      assert.are.same(expected, r.history)
+      assert.are.same(expected, r.metrics)
+      assert.are.same({ records = m.records, bytes = m.bytes, bytes_total = m.bytes }, r.prometheus)
+    end)
+  end
+end)
+
+describe("CSV output", function()
+  -- The rows of the CSV file PATH as Python's csv module reads them (gzip-compressed when it ends in .gz), with
+  -- DELIMITER (default ",").
+  local function csv_rows(path, delimiter)
+    local script = "import csv, gzip, json, sys\n" ..
+      "f = gzip.open(sys.argv[1], 'rt', newline='') if sys.argv[1].endswith('.gz') else open(sys.argv[1], newline='')\n" ..
+      "print(json.dumps([row for row in csv.reader(f, delimiter=sys.argv[2], strict=True)]))\n"
+    local code, out, err = H.sh("python3 -c " .. H.q(script) .. " " .. H.q(path) .. " " .. H.q(delimiter or ","))
+    assert(code == 0, err)
+    return cjson.decode(out)
+  end
+
+  -- Every row of the CSV files under DIR (the quarantine folder aside), file by file: { file = { rows } }.
+  local function files_rows(dir, delimiter)
+    local out, names = {}, {}
+    for _, f in ipairs(H.files(dir)) do
+      if not f:match("^_errors/") then
+        names[#names + 1] = f
+        out[#names] = csv_rows(dir .. "/" .. f, delimiter)
+      end
+    end
+    return out, names
+  end
+
+  local PAYLOADS = {
+    '{"id":1,"name":"plain","score":2.5,"ok":true,"tags":["a","b"]}',
+    '{"name":"a, \\"quoted\\"\\nline","id":2,"ok":false,"score":0.1,"tags":[]}',
+    '{"id":9007199254740993,"name":"","score":null,"note":"cr\\r here"}',
+    '{"id":4,"name":"nested","tags":{"k":[1,{"x":null}]},"score":-0.25}',
+    '{"id":5}',
+  }
+  local HEADER = { "id", "name", "score", "ok", "tags", "note" }
+  -- PAYLOADS as Python's csv module reads the lines: strings as they were, numbers as JSON writes them, null and
+  -- absent fields empty, nested values as JSON text.
+  local ROWS = {
+    { "1", "plain", "2.5", "true", '["a","b"]', "" },
+    { "2", 'a, "quoted"\nline', "0.1", "false", "[]", "" },
+    { "9007199254740993", "", "", "", "", "cr\r here" },
+    { "4", "nested", "-0.25", "", '{"k":[1,{"x":null}]}', "" },
+    { "5", "", "", "", "", "" },
+  }
+
+  it("writes RFC 4180 lines of the columns from a JSON source's tables, a header in each rolled file", function()
+    local topic = H.topic_with("csv_json", PAYLOADS)
+    local work = H.workdir("csv_json")
+    H.run_ok(job(work, topic, {
+      ["writer.output.format"] = "csv",
+      ["writer.csv.columns"] = table.concat(HEADER, ","),
+      ["writer.csv.header"] = "true",
+      ["writer.file.max.records"] = "2",
+    }, '  source = "gobblin.source.kafka_json",'), work)
+    local files, names = files_rows(work .. "/job-output/" .. topic)
+    assert.are.equal(3, #files)
+    local rows = {}
+    for i, f in ipairs(files) do
+      assert.matches("%.csv$", names[i])
+      assert.same(HEADER, f[1], names[i] .. " begins with the header")
+      for j = 2, #f do rows[#rows + 1] = f[j] end
+    end
+    -- The empty array may be [] or {} as the JSON codec writes an empty table: that is the codec's, not CSV's.
+    rows[2][5] = rows[2][5] == "{}" and "[]" or rows[2][5]
+    assert.same(ROWS, rows)
+    -- LF line ends, and quotes only where RFC 4180 needs them.
+    local raw = H.slurp(work .. "/job-output/" .. topic .. "/" .. names[1])
+    assert.are.equal('id,name,score,ok,tags,note\n1,plain,2.5,true,"[""a"",""b""]",\n2,"a, ""quoted""\nline",0.1,false,',
+      raw:sub(1, 94))
+  end)
+
+  it("takes the columns from the job's schema and the values from decodeRecord's tables, gzip-compressed", function()
+    local topic = H.topic_with("csv_schema", { "1 one", "2 two", "3 three" })
+    local work = H.workdir("csv_schema")
+    H.run_ok(job(work, topic, {
+      ["writer.output.format"] = "csv",
+      ["writer.codec.type"] = "gzip",
+      ["writer.csv.header"] = "true",
+      schema = '{"type":"record","name":"Row","fields":[{"name":"n","type":"long"},{"name":"word","type":"string"},' ..
+        '{"name":"even","type":"boolean"},{"name":"big","type":"long"}]}',
+    }, [[
+  decodeRecord = function(rec)
+    local n, word = rec:value():match("^(%d+) (.*)$")
+    n = tonumber(n)
+    return { word = word, n = n, even = n % 2 == 0, big = 9007199254740993LL * n }
+  end,
+]]), work)
+    local files, names = files_rows(work .. "/job-output/" .. topic)
+    assert.same({ "part.task_Shaped_" .. names[1]:match("task_Shaped_(%d+_0)") .. ".csv.gz" }, names)
+    assert.same({ { "n", "word", "even", "big" }, { "1", "one", "false", "9007199254740993" },
+                  { "2", "two", "true", "18014398509481986" }, { "3", "three", "false", "27021597764222979" } },
+      files[1])
+  end)
+
+  it("fails a record with a field that is no column, naming it, unless writer.csv.extra.fields=ignore", function()
+    local topic = H.topic_with("csv_extra", { '{"id":1,"name":"a"}', '{"id":2,"name":"b","surprise":true}', '[3,"c"]',
+      '[4,"d","one too many"]', 'not json', '{"id":6,"name":"f"}' })
+    local work = H.workdir("csv_extra")
+    local props = {
+      ["writer.output.format"] = "csv",
+      ["writer.csv.columns"] = "id,name",
+      ["decode.error.policy"] = "quarantine",
+      ["decode.error.max.ratio"] = "1",
+    }
+    -- No decodeRecord: the JSON payloads go to the CSV writer as they are.
+    local log = H.run_ok(job(work, topic, props), work)
+    local base = work .. "/job-output/" .. topic
+    assert.same({ { { "1", "a" }, { "3", "c" }, { "6", "f" } } }, (files_rows(base)))
+    local quarantined = H.json_lines(base .. "/_errors")
+    assert.are.equal(3, #quarantined)
+    local offsets, stages = {}, {}
+    for i, q in ipairs(quarantined) do offsets[i], stages[i] = q.offset, q.stage end
+    assert.same({ 1, 3, 4 }, offsets)
+    assert.same({ "writer", "writer", "writer" }, stages)
+    assert.truthy(quarantined[1].error:find('its field "surprise" is not one of the columns (id,name); ' ..
+      'writer.csv.extra.fields=ignore leaves such fields out', 1, true), quarantined[1].error)
+    assert.truthy(quarantined[2].error:find("it is an array of 3 items, and there are 2 columns", 1, true))
+    assert.truthy(quarantined[3].error:find("it is not a JSON object or array", 1, true))
+    assert.truthy(log:find("Quarantining record " .. topic .. ":0 at offset 1: writer failed: cannot write the " ..
+      "record as a line of CSV file ", 1, true), log)
+
+    -- Ignored: the field is left out, the array's extra item too; CRLF line ends and another delimiter.
+    local work2 = H.workdir("csv_extra_ignore")
+    props["writer.csv.extra.fields"] = "ignore"
+    props["writer.csv.line.end"] = "crlf"
+    props["writer.csv.delimiter"] = ";"
+    H.run_ok(job(work2, topic, props), work2)
+    local base2 = work2 .. "/job-output/" .. topic
+    assert.same({ { { "1", "a" }, { "2", "b" }, { "3", "c" }, { "4", "d" }, { "6", "f" } } }, (files_rows(base2, ";")))
+    local _, names = files_rows(base2, ";")
+    assert.are.equal("1;a\r\n2;b\r\n3;c\r\n4;d\r\n6;f\r\n", H.slurp(base2 .. "/" .. names[1]))
+    assert.are.equal(1, #H.json_lines(base2 .. "/_errors")) -- not json is still no record
+  end)
+
+  it("refuses a csv job whose columns cannot be known, and CSV settings for another format, at validate and run",
+    function()
+      local work = H.workdir("csv_bad")
+      local function refused(props, names)
+        local path = job(work, "t", props)
+        local code, _, err = H.kingest({ "validate", path }, { GOBBLIN_WORK_DIR = work })
+        assert.are.equal(78, code, err)
+        for _, name in ipairs(names) do assert.truthy(err:find(name, 1, true), err) end
+        H.run_fails(path, work, 1, names)
+      end
+      refused({ ["writer.output.format"] = "csv" },
+        { "writer.output.format=csv needs its columns: set writer.csv.columns", "writer.avro.schema" })
+      refused({ ["writer.output.format"] = "csv", schema = '"string"' },
+        { "schema (the columns of writer.output.format=csv): the schema is not a record" })
+      refused({ ["writer.output.format"] = "csv", ["writer.csv.columns"] = "id,name,id" }, { "column id is given twice" })
+      refused({ ["writer.output.format"] = "csv", ["writer.csv.columns"] = "id", ["writer.csv.delimiter"] = '"' },
+        { "writer.csv.delimiter must be one character other than a double quote" })
+      refused({ ["writer.csv.header"] = "true" }, { "writer.csv.header is read by the CSV writer only" })
+      refused({ ["writer.output.format"] = "csv", ["writer.csv.columns"] = "id", ["simple.writer.prepend.size"] = "true" },
+        { "simple.writer.prepend.size=true" })
+    end)
+end)

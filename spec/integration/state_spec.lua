@@ -445,6 +445,35 @@ describe("kingest state reset", function()
   end)
 end)
 
+describe("a state database that is not one", function()
+  it("is refused when it is empty, naming the file and the way out; nothing is published again", function()
+    local topic = topic_with("empty_db", { 100 })
+    local c = job("empty_db", topic)
+    run_ok(c)
+    local published = H.snapshot(c.work .. "/job-output")
+    assert.are.equal(100, #H.output_lines(c.work .. "/job-output/" .. topic))
+    -- The database cut to 0 bytes (a full disk, a restore gone wrong, `: > job.db`).
+    assert.are.equal(0, (H.sh(": > " .. H.q(c.db) .. " && rm -f " .. H.q(c.db) .. "-wal " .. H.q(c.db) .. "-shm")))
+    local code, _, err = H.run(c.file, c.work)
+    assert.are.equal(1, code, err)
+    assert.are.equal("kingest: state store " .. c.db .. " is empty (0 bytes), not the state of job " .. c.name ..
+      ": kingest does not take it for a new job's, which would pull every partition again and publish again what " ..
+      "was published; restore it (with its -wal file, if any) from a backup, or remove it, with its -wal and -shm " ..
+      "files, to start the job over (every partition is then new, and bootstrap.with.offset decides where each starts)",
+      H.last_line(err))
+    assert.falsy(err:find("Pulling partition", 1, true), err)
+    assert.same(published, H.snapshot(c.work .. "/job-output"))
+    assert.are.equal("", H.slurp(c.db))
+    -- The state commands say the same, and edit nothing.
+    for _, args in ipairs({ { "show", c.file }, { "history", c.file }, { "set-offset", c.file, topic .. ":0", "5" } }) do
+      local scode, _, serr = state(c, unpack(args))
+      assert.are.equal(1, scode, serr)
+      assert.truthy(H.last_line(serr):find(c.db .. " is empty (0 bytes)", 1, true), serr)
+    end
+    assert.are.equal("", H.slurp(c.db))
+  end)
+end)
+
 describe("kingest state history", function()
   it("lists the runs newest first with their records and result, a failed run with its message, and the edits", function()
     local topic = topic_with("history", { 8 })
@@ -555,6 +584,43 @@ describe("editing the state of a job", function()
     code, _, err = state(c, "set-offset", c.file, topic .. ":0", "1")
     assert.are.equal(0, code, err)
     assert.same({ [topic .. ":0"] = 1 }, H.stored_offsets(c.work, c.name))
+  end)
+
+  it("refuses however the state is named: by job name with --state-store-dir alone, or with a work dir whose lock " ..
+    "folder is not the job's", function()
+    local topic = topic_with("named", { 3 })
+    local c = job("named", topic, { ["job.lock.dir"] = H.tmp .. "/" .. H.unique("locks_elsewhere") }, H.slow_decode(300))
+    run_ok(c) -- offset 3 stored
+    H.produce(topic, records(topic, 0, 3, 12), 0)
+    local p = H.spawn({ "run", c.file }, { GOBBLIN_WORK_DIR = c.work }, c.work .. "/slow")
+    assert.truthy(H.wait_until(function() return H.stderr_of(p):find("Pulling partition", 1, true) end, 20),
+      H.stderr_of(p))
+    local pid = H.pid_of(p)
+    local expected = "kingest: job " .. c.name .. " is running (process " .. pid .. " holds its lock): wait for it or stop it first"
+    local store = c.work .. "/state-store"
+    for _, args in ipairs({
+      { "set-offset", c.name, topic .. ":0", "7", "-s", store }, -- no work dir: no job lock folder known
+      { "reset", c.name, topic .. ":0", "-s", store },
+      { "reset", c.name, "--yes", "--state-store-dir", store },
+      { "set-offset", c.name, topic .. ":0", "7", "-w", c.work }, -- the work dir's lock folder, not job.lock.dir
+      { "set-offset", c.file, topic .. ":0", "7", "-w", c.work }, -- the job file: its job.lock.dir
+    }) do
+      local cmd = "env -u GOBBLIN_WORK_DIR " .. H.q(H.bin) .. " state"
+      for _, a in ipairs(args) do cmd = cmd .. " " .. H.q(a) end
+      local code, _, err = H.sh(cmd)
+      assert.are.equal(3, code, table.concat(args, " ") .. ": " .. err)
+      assert.are.equal(expected, H.last_line(err))
+    end
+    assert.is_nil(H.slurp(p.status), "the run ended before the edits were tried")
+    assert.are.equal(0, H.wait_exit(p, 60), H.stderr_of(p))
+    -- The run's commit is the one stored, and no edit was recorded.
+    assert.same({ [topic .. ":0"] = 13 }, H.stored_offsets(c.work, c.name))
+    assert.same({ { "0" } }, H.sqlite(c.db, "SELECT count(*) FROM state_changes"))
+    -- Once it is done, an edit by name alone goes through.
+    local code, _, err = H.sh("env -u GOBBLIN_WORK_DIR " .. H.q(H.bin) .. " state set-offset " .. H.q(c.name) .. " " ..
+      H.q(topic .. ":0") .. " 7 -s " .. H.q(store))
+    assert.are.equal(0, code, err)
+    assert.same({ [topic .. ":0"] = 7 }, H.stored_offsets(c.work, c.name))
   end)
 
   it("refuses while a commit is unfinished, until a run finishes it", function()
