@@ -235,7 +235,7 @@ static const kg_property_t properties[] = {
      .min = 1,
      .max = 1000000,
      KG_FIELD(registry_cache_size),
-     .doc = "Schemas (and ids or topics the registry does not know) a registry client keeps (one per task); past it, "
+     .doc = "Schemas (and topics the registry has no schema for) a registry client keeps (one per task); past it, "
             "the one kept longest goes."},
     {.name = "kafka.schema.registry.cache.expire.after.write.min",
      .type = KG_PROP_INT,
@@ -243,9 +243,20 @@ static const kg_property_t properties[] = {
      .min = 0,
      .max = 525600,
      KG_FIELD(registry_cache_expire_min),
-     .doc = "Minutes a schema, or the registry's answer that it does not know an id or topic, is kept before the "
-            "registry is asked again; 0 keeps nothing. A registry that does not answer is tried 3 times, 1 s apart, "
-            "and its failure is not kept."},
+     .doc = "Minutes a schema, or the registry's answer that a topic has none, is kept before the registry is asked "
+            "again; 0 keeps nothing. What a registry that cannot answer got is never kept "
+            "(`kafka.schema.registry.retry.timeout.ms`)."},
+    {.name = "kafka.schema.registry.retry.timeout.ms",
+     .type = KG_PROP_INT,
+     .def = "60000",
+     .min = 0,
+     .max = 86400000,
+     KG_FIELD(registry_retry_timeout_ms),
+     .doc = "How long a schema lookup tries again while the registry cannot give the schema: no connection, a "
+            "timeout, HTTP 408, 429 (rate limited) or 5xx, or a 404 for a schema id that records carry (a replica "
+            "behind, a registry restarted empty). Pauses double from 1 s to 8 s, or are what `Retry-After` asks; "
+            "past this time the task fails, naming the URL, the status and the id, and no offset moves. HTTP 401 and "
+            "403 are asked once more, then fail the task. 0: one attempt ([Avro](#avro))."},
 
     /* Source, writer and publisher. */
     {.name = "kafka.deserializer.type",
@@ -529,7 +540,8 @@ static const kg_property_t properties[] = {
      .min = 10,
      .max = INT64_MAX,
      KG_FIELD(batch_timeout_ms),
-     .doc = "Longest time one batch may spend in the script; past it the script is stopped and the run fails."},
+     .doc = "Longest time one batch may spend in the script, or in the engine's reading of its Avro records; past "
+            "it the batch is stopped and the run fails."},
     {.name = "progress.interval.ms",
      .type = KG_PROP_INT,
      .def = "5000",

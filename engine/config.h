@@ -98,6 +98,7 @@ typedef struct {
   char *registry_subject_suffix;     /* kafka.schema_registry.confluent.schema_name_suffix */
   int64_t registry_cache_size;       /* kafka.schema.registry.max.cache.size: entries */
   int64_t registry_cache_expire_min; /* kafka.schema.registry.cache.expire.after.write.min: minutes, 0: none kept */
+  int64_t registry_retry_timeout_ms; /* kafka.schema.registry.retry.timeout.ms: how long a lookup tries again */
   int64_t roll_bytes;                /* writer.file.max.size: bytes after which a file rolls, 0 for no limit */
   int64_t roll_records;              /* writer.file.max.records: records after which a file rolls, 0 for none */
   struct kg_partitioner *partitioner; /* writer.partitioner.class: time folders (partition.h), NULL for none */

@@ -238,11 +238,15 @@ static void report(kg_job_t *job, kg_state_t *state, bool recorded, int rc, kg_o
                          rc ? error : stopped, err))
       KG_WARN("%s", err);
   }
+  char tombstones[80] = ""; /* Avro topics' deleted records: named only where there were some */
+  int64_t ntombstones = (int64_t)kg_metrics_get(&job->metrics, KG_M_TOMBSTONES);
+  if (ntombstones)
+    snprintf(tombstones, sizeof tombstones, "; %lld tombstones (deleted records)", (long long)ntombstones);
   if (rc == KG_OK)
-    KG_INFO("Job %s %s in %lldms: %lld records, %lld bytes written", job->job_id,
+    KG_INFO("Job %s %s in %lldms: %lld records, %lld bytes written%s", job->job_id,
             outcome == KG_OUTCOME_STOPPED ? "stopped" : "completed", (long long)(kg_now_ms() - job->start_ms),
             (long long)kg_metrics_get(&job->metrics, KG_M_RECORDS_WRITTEN),
-            (long long)kg_metrics_get(&job->metrics, KG_M_BYTES_WRITTEN));
+            (long long)kg_metrics_get(&job->metrics, KG_M_BYTES_WRITTEN), tombstones);
 }
 
 int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {

@@ -31,6 +31,8 @@ struct kg_lua {
   int stage_ref;
   int collect_ref;
   bool passthrough; /* the processor writes each payload as it is: batches need no call into Lua */
+  bool decodes;     /* the job decodes the records itself (decodeRecord, or a source module) */
+  bool transforms;  /* it decodes them or has converters: what it writes is its own */
 };
 
 /* Where lua/gobblin is, found once per process: $KINGEST_LUA_PATH when set; else KINGEST_LUA_RELDIR taken from
@@ -770,10 +772,18 @@ int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf) {
   lua->collect_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "passthrough");
   lua->passthrough = lua_toboolean(L, -1);
-  lua_pop(L, 3); /* passthrough, the processor and the runtime module */
+  lua_getfield(L, -2, "decodes");
+  lua->decodes = lua_toboolean(L, -1);
+  lua_getfield(L, -3, "transforms");
+  lua->transforms = lua_toboolean(L, -1);
+  lua_pop(L, 5); /* transforms, decodes, passthrough, the processor and the runtime module */
   *out = lua;
   return KG_OK;
 }
+
+bool kg_lua_decodes(const kg_lua_t *lua) { return lua && lua->decodes; }
+
+bool kg_lua_transforms(const kg_lua_t *lua) { return lua && lua->transforms; }
 
 void kg_lua_destroy(kg_lua_t *lua) {
   if (!lua) return;

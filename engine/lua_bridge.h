@@ -61,6 +61,12 @@ typedef struct kg_lua kg_lua_t;
  * KG_ENOMEM. */
 int kg_lua_new(const char *job_file, kg_lua_t **out, char *errbuf);
 void kg_lua_destroy(kg_lua_t *lua); /* NULL is a no-op */
+/* Whether the job decodes the records itself (its decodeRecord, or a source module's): it then gets every record,
+ * an Avro tombstone (a null payload) included. False for NULL. */
+bool kg_lua_decodes(const kg_lua_t *lua);
+/* Whether the job decodes the records itself or has converters: what it writes is then its own making, not the
+ * records as read (which the engine resolves to the output's schema). False for NULL. */
+bool kg_lua_transforms(const kg_lua_t *lua);
 
 /* Runs the task's record loop over BATCH from batch->next on, in one protected call. On a script error
  * returns KG_ELUA with the message and traceback in ERRBUF; the failing record is batch->next - 1, and a

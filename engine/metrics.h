@@ -16,6 +16,7 @@
 #define KG_M_QUARANTINED     "num.of.quarantined.records"
 #define KG_M_SCRIPT_SKIPPED  "num.of.skipped.records" /* failed in the script and skipped */
 #define KG_M_RECORDS_SKIPPED "kafka.records.skipped"
+#define KG_M_TOMBSTONES      "kafka.records.tombstones" /* Avro records with a null payload: deleted, not written */
 #define KG_M_REGISTRY_REQUESTS "kafka.schema.registry.requests" /* requests sent to the schema registry */
 #define KG_M_JOB_RECORDS_WRITTEN "job.records.written" /* the job's: records written by all its tasks */
 

@@ -158,6 +158,11 @@ void kg_outputs_select(kg_outputs_t *run, const char *topic, const char *schema,
   }
 }
 
+void kg_outputs_use_schema(kg_outputs_t *run, const char *schema, size_t schema_len) {
+  run->schema = schema;
+  run->schema_len = schema_len;
+}
+
 /* The output a record's output filed under TIME (ms since the epoch; negative: RECORD's timestamp, or now when
  * it has none) goes to: the topic's, or with a partitioner the one of the time's folder. */
 static size_t output_of(kg_outputs_t *run, const kg_record_t *record, double time) {
@@ -190,14 +195,13 @@ static int open_file(kg_outputs_t *run, kg_output_t *o) {
              : kg_writer_open(run->spec->fs, run->spec->writer, o->staging, &options, &o->writer, run->write_error);
 }
 
-/* Closes output O's file when it holds what the roll properties allow, so that the next record starts the next
- * file; the closed file waits in staging for the task's end. Called between records only. */
-static int roll(kg_outputs_t *run, kg_output_t *o) {
-  const kg_config_t *c = run->spec->config;
-  if (!o->rolls || !o->writer) return KG_OK;
-  if (!((c->roll_records > 0 && kg_writer_records(o->writer) >= c->roll_records) ||
-        (c->roll_bytes > 0 && kg_writer_bytes(o->writer) >= c->roll_bytes)))
-    return KG_OK;
+/* Closes output O's file so that the next record starts the next one, numbered (part.<taskId>.<n>.<ext>); the
+ * closed file waits in staging for the task's end. Called between records only. */
+static int next_file(kg_outputs_t *run, kg_output_t *o) {
+  if (!o->rolls) { /* the first file keeps its name: the next ones are numbered from 1 */
+    o->rolls = true;
+    o->number = 0;
+  }
   int64_t records = 0, bytes = 0;
   int rc = kg_writer_close(o->writer, &records, &bytes, run->write_error);
   o->writer = NULL;
@@ -209,6 +213,16 @@ static int roll(kg_outputs_t *run, kg_output_t *o) {
   o->number++;
   name_file(run, o);
   return KG_OK;
+}
+
+/* Closes output O's file when it holds what the roll properties allow (writer.file.max.records, .size). */
+static int roll(kg_outputs_t *run, kg_output_t *o) {
+  const kg_config_t *c = run->spec->config;
+  if (!o->rolls || !o->writer) return KG_OK;
+  if (!((c->roll_records > 0 && kg_writer_records(o->writer) >= c->roll_records) ||
+        (c->roll_bytes > 0 && kg_writer_bytes(o->writer) >= c->roll_bytes)))
+    return KG_OK;
+  return next_file(run, o);
 }
 
 /* Appends one record to output IDX, opening its file on first use; CHECKED: a datum known to be of the file's
@@ -274,7 +288,13 @@ static int first_write(kg_outputs_t *run, const kg_record_t *record, size_t idx)
   for (size_t i = 0; i < run->nmarks; i++)
     if (run->marks[i].output == idx) return KG_OK; /* not the record's first write there */
   kg_output_t *o = &run->outputs[idx];
-  int rc = roll(run, o);
+  int rc = KG_OK;
+  if (!o->quarantine && o->schema != run->schema) { /* records of another schema from here: a file of their own */
+    if (o->writer) rc = next_file(run, o);
+    o->schema = run->schema;
+    o->schema_len = run->schema_len;
+  }
+  if (!rc) rc = roll(run, o);
   if (rc) return rc;
   mark_t m = {idx, 0, 0};
   /* A mark: a buffering writer may write its buffer out here. */

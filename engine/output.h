@@ -22,6 +22,10 @@ void kg_outputs_destroy(kg_outputs_t *outputs);
 /* Makes TOPIC's output the one records go to (the partition being pulled). SCHEMA (SCHEMA_LEN bytes; NULL for
  * writer.avro.schema) is the Avro schema of its file when the file is opened here; the caller keeps it alive. */
 void kg_outputs_select(kg_outputs_t *outputs, const char *topic, const char *schema, size_t schema_len);
+/* Makes SCHEMA (SCHEMA_LEN bytes, kept alive by the caller) the Avro schema of what is written from now on: an output
+ * whose file has another schema closes it before the next record and starts a new one with this schema (named as a
+ * rolled file, part.<taskId>.<n>.avro), published with the rest. */
+void kg_outputs_use_schema(kg_outputs_t *outputs, const char *schema, size_t schema_len);
 /* A kg_emit_fn (CTX is the kg_outputs_t): writes one output of RECORD to the selected output. After a write error
  * every further call fails with it (kg_outputs_error says what it was). KG_ERECORD when the writer refused this
  * output (it does not fit the format): the record is to fail (kg_outputs_refused says why), the outputs go on. */

@@ -41,6 +41,7 @@ struct kg_registry {
   size_t count;
   entry_t *oldest, *newest;
   int64_t requests;
+  unsigned seed; /* of the pauses' random part */
 };
 
 static uint64_t hash_of(const uint8_t *key, size_t len) {
@@ -55,8 +56,8 @@ int kg_registry_new_with(const kg_registry_options_t *o, kg_registry_t **out, ch
   if (!o->url || (strncmp(o->url, "http://", 7) && strncmp(o->url, "https://", 8)))
     return kg_fail(errbuf, KG_EINVAL, "schema registry URL '%s' is not an http:// or https:// URL",
                    o->url ? o->url : "");
-  if (o->cache_size < 1 || o->attempts < 1 || o->expire_ms < 0 || o->retry_pause_ms < 0 || o->connect_timeout_ms < 1 ||
-      o->request_timeout_ms < 1)
+  if (o->cache_size < 1 || o->retry_timeout_ms < 0 || o->expire_ms < 0 || o->retry_pause_ms < 1 ||
+      o->connect_timeout_ms < 1 || o->request_timeout_ms < 1)
     return kg_fail(errbuf, KG_EINVAL, "schema registry options out of range");
   if (kg_curl_load(errbuf)) return KG_EREGISTRY; /* ERRBUF says why */
   CURL *curl = curl_easy_init();
@@ -71,6 +72,7 @@ int kg_registry_new_with(const kg_registry_options_t *o, kg_registry_t **out, ch
   r->options.url = kg_xstrndup(o->url, len);
   r->options.subject_suffix = kg_xstrdup(o->subject_suffix ? o->subject_suffix : "");
   r->curl = curl;
+  r->seed = (unsigned)kg_mono_ms() ^ (unsigned)(uintptr_t)r;
   /* Buckets for the cache's most entries (at most 64K buckets: chains stay short enough for a cache that big). */
   r->nbuckets = 16;
   while (r->nbuckets < (size_t)o->cache_size && r->nbuckets < 65536)
@@ -97,7 +99,7 @@ int kg_registry_new(const kg_config_t *config, kg_registry_t **out, char *errbuf
       .subject_suffix = config->registry_subject_suffix,
       .cache_size = config->registry_cache_size,
       .expire_ms = config->registry_cache_expire_min * 60000,
-      .attempts = KG_REGISTRY_ATTEMPTS,
+      .retry_timeout_ms = config->registry_retry_timeout_ms,
       .retry_pause_ms = KG_REGISTRY_RETRY_PAUSE_MS,
       .connect_timeout_ms = KG_REGISTRY_CONNECT_TIMEOUT_MS,
       .request_timeout_ms = KG_REGISTRY_REQUEST_TIMEOUT_MS,
@@ -192,82 +194,178 @@ static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
   return size * n;
 }
 
-static void sleep_ms(int64_t ms) {
-  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-  while (nanosleep(&ts, &ts) == -1) {
+/* URL with its user information (user:password@) hidden, into OUT (SIZE bytes): what messages show. */
+static void shown_url(const char *url, char *out, size_t size) {
+  const char *host = strstr(url, "://");
+  host = host ? host + 3 : url;
+  size_t authority = strcspn(host, "/?#");
+  const char *at = memchr(host, '@', authority);
+  if (at)
+    snprintf(out, size, "%.*s***%s", (int)(host - url), url, at);
+  else
+    snprintf(out, size, "%s", url);
+}
+
+/* Sleeps MS milliseconds, in slices, so that a stop signal ends the wait: false when one did. */
+static bool pause_ms(int64_t ms) {
+  int64_t until = kg_mono_ms() + ms;
+  for (;;) {
+    if (kg_stop_signal()) return false;
+    int64_t left = until - kg_mono_ms();
+    if (left <= 0) return true;
+    if (left > 100) left = 100;
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = left * 1000000};
+    nanosleep(&ts, NULL);
   }
 }
 
-/* GETs URL, trying again while the registry does not answer. Returns KG_OK with the answer's status in *STATUS
- * (any status but 5xx) and its body in BODY, or KG_EREGISTRY with ERRBUF saying what the last attempt got. */
-static int http_get(kg_registry_t *r, const char *url, long *status, kg_buf_t *body, char *errbuf) {
+/* What an attempt got, as the retry loop takes it. */
+typedef enum {
+  GOT_ANSWER,  /* 200: the body is the answer */
+  GOT_UNKNOWN, /* 404: the registry does not know the key */
+  GOT_OUTAGE,  /* no answer, 408, 429, 5xx: tried again */
+  GOT_REFUSED, /* 401, 403: the registry refuses the client */
+  GOT_ERROR,   /* another status: a request the registry will never answer */
+} got_t;
+
+/* The outcome of one GET of URL within TIMEOUT_MS: *STATUS (0 without an answer), its body in BODY, the seconds
+ * its Retry-After asks in *RETRY_AFTER (-1 when none), and in LAST a line saying what came. */
+static got_t attempt(kg_registry_t *r, const char *url, int64_t timeout_ms, long *status, kg_buf_t *body,
+                     int64_t *retry_after, char *last, size_t last_size) {
   CURL *curl = r->curl;
   char curl_err[CURL_ERROR_SIZE];
   struct curl_slist *headers =
       curl_slist_append(NULL, "Accept: application/vnd.schemaregistry.v1+json, application/json, */*");
-  int64_t started = kg_mono_ms();
-  int rc = KG_EREGISTRY;
-  for (int attempt = 1; attempt <= r->options.attempts; attempt++) {
-    if (attempt > 1) sleep_ms(r->options.retry_pause_ms);
-    curl_easy_reset(curl);
-    curl_err[0] = 0;
-    body->len = 0;
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, body);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_err);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM for timeouts: tasks are threads */
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)r->options.connect_timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)r->options.request_timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 3L);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "kingest/" KINGEST_VERSION);
-    r->requests++;
-    CURLcode cc = curl_easy_perform(curl);
-    if (cc != CURLE_OK) {
-      kg_fail(errbuf, KG_EREGISTRY, "%s", curl_err[0] ? curl_err : curl_easy_strerror(cc));
-      continue;
-    }
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
-    if (*status >= 500) {
-      kg_fail(errbuf, KG_EREGISTRY, "HTTP %ld", *status);
-      continue;
-    }
-    rc = KG_OK;
-    break;
-  }
+  curl_easy_reset(curl);
+  curl_err[0] = 0;
+  body->len = 0;
+  *status = 0;
+  *retry_after = -1;
+  curl_easy_setopt(curl, CURLOPT_URL, url);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, body);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_err);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM for timeouts: tasks are threads */
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)r->options.connect_timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 3L);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "kingest/" KINGEST_VERSION);
+  r->requests++;
+  CURLcode cc = curl_easy_perform(curl);
   curl_slist_free_all(headers);
-  if (rc != KG_OK) {
-    char last[KG_ERRLEN];
-    snprintf(last, sizeof last, "%s", errbuf);
-    kg_fail(errbuf, KG_EREGISTRY,
-            "schema registry %s did not answer: %d attempt%s in %.1f s, %lld ms apart; the "
-            "last got: %s",
-            url, r->options.attempts, r->options.attempts == 1 ? "" : "s", (double)(kg_mono_ms() - started) / 1000.0,
-            (long long)r->options.retry_pause_ms, last);
+  if (cc != CURLE_OK) {
+    snprintf(last, last_size, "%s", curl_err[0] ? curl_err : curl_easy_strerror(cc));
+    return GOT_OUTAGE;
   }
-  return rc;
-}
-
-/* A short, printable excerpt of an answer's body, for error messages. */
-static void excerpt(const kg_buf_t *body, char *out, size_t size) {
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
+  /* libcurl reads both forms of Retry-After: seconds, and an HTTP date (made seconds from now); 0 when there is none
+   * (or it asks for no wait: the backoff's pause then). */
+  curl_off_t wait = 0;
+  if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &wait) == CURLE_OK && wait > 0 && *status != 200)
+    *retry_after = (int64_t)wait;
+  char text[256];
   size_t n = 0;
-  for (size_t i = 0; i < body->len && n + 4 < size && i < 200; i++)
-    out[n++] = (unsigned char)body->data[i] < 32 ? ' ' : body->data[i];
-  if (body->len > 200 && n + 4 < size) out[n++] = '.', out[n++] = '.', out[n++] = '.';
-  out[n] = 0;
+  for (size_t i = 0; i < body->len && n + 4 < sizeof text && i < 200; i++) /* a printable excerpt of the body */
+    text[n++] = (unsigned char)body->data[i] < 32 ? ' ' : body->data[i];
+  if (body->len > 200) text[n++] = '.', text[n++] = '.', text[n++] = '.';
+  text[n] = 0;
+  long s = *status;
+  const char *meaning = s == 404   ? " (not found)"
+                        : s == 401 ? " (unauthorized)"
+                        : s == 403 ? " (forbidden)"
+                        : s == 408 ? " (request timeout)"
+                        : s == 429 ? " (too many requests)"
+                                   : "";
+  char after[48] = "";
+  if (*retry_after >= 0) snprintf(after, sizeof after, ", Retry-After %lld s", (long long)*retry_after);
+  snprintf(last, last_size, "HTTP %ld%s%s%s%s", s, meaning, after, text[0] ? ": " : "", text);
+  if (s == 200) return GOT_ANSWER;
+  if (s == 404) return GOT_UNKNOWN;
+  if (s == 408 || s == 429 || s >= 500) return GOT_OUTAGE;
+  if (s == 401 || s == 403) return GOT_REFUSED;
+  return GOT_ERROR;
 }
 
-/* Looks KEY up in the cache or at URL (WHAT names it in messages). JSON_SCHEMA: the answer is a JSON object whose
- * "schema" member is the schema's text (Confluent's API), else the body is the schema's text. */
+/* GETs URL (WHAT names what it is asked for, SHOWN is URL as messages show it), trying again while the registry
+ * cannot answer (registry.h), and also while it does not know the key when RETRY_UNKNOWN. Returns KG_OK with the
+ * answer in BODY; KG_ENOTFOUND with ERRBUF saying so when the registry does not know the key (and not
+ * RETRY_UNKNOWN); else KG_EREGISTRY with ERRBUF naming the URL, what the last attempt got and the attempts made. */
+static int http_get(kg_registry_t *r, const char *url, const char *shown, const char *what, bool retry_unknown,
+                    kg_buf_t *body, char *errbuf) {
+  const kg_registry_options_t *o = &r->options;
+  int64_t started = kg_mono_ms(), deadline = started + o->retry_timeout_ms;
+  int64_t next_pause = o->retry_pause_ms, timeout = o->request_timeout_ms;
+  int attempts = 0, refusals = 0;
+  char last[KG_ERRLEN / 2];
+  for (;;) {
+    long status;
+    int64_t retry_after;
+    attempts++;
+    got_t got = attempt(r, url, timeout, &status, body, &retry_after, last, sizeof last);
+    if (got == GOT_ANSWER) return KG_OK;
+    if (got == GOT_UNKNOWN && !retry_unknown)
+      return kg_fail(errbuf, KG_ENOTFOUND, "schema registry %s does not know %s: %s", shown, what, last);
+    if (got == GOT_ERROR)
+      return kg_fail(errbuf, KG_EREGISTRY,
+                     "schema registry %s answered %s for %s, a request it will not answer (is "
+                     "kafka.schema.registry.url the base URL of its API?)",
+                     shown, last, what);
+    if (got == GOT_REFUSED && ++refusals > 1)
+      return kg_fail(errbuf, KG_EREGISTRY, "authentication refused by schema registry %s: %s for %s, %d attempts",
+                     shown, last, what, attempts);
+    /* Tried again: after what Retry-After asks, or the next pause of the backoff, a quarter more at random so that
+     * tasks do not come back all at once. */
+    int64_t wait = next_pause + (int64_t)((uint64_t)rand_r(&r->seed) % (uint64_t)(next_pause / 4 + 1));
+    if (retry_after >= 0 && got != GOT_REFUSED) wait = retry_after * 1000;
+    next_pause = next_pause * 2 > 8 * o->retry_pause_ms ? 8 * o->retry_pause_ms : next_pause * 2;
+    int64_t now = kg_mono_ms();
+    if (got != GOT_REFUSED && now + wait >= deadline) {
+      char why[160] = "";
+      if (retry_after >= 0 && now < deadline)
+        snprintf(why, sizeof why, " (it asked for %lld s more, past the bound)", (long long)retry_after);
+      if (got == GOT_UNKNOWN)
+        return kg_fail(errbuf, KG_EREGISTRY,
+                       "schema registry %s does not know %s (%s), and still did not after %d attempt%s in %.1f s "
+                       "(kafka.schema.registry.retry.timeout.ms=%lld)%s: a registry that lost its schemas or a "
+                       "replica behind, not a bad record",
+                       shown, what, last, attempts, attempts == 1 ? "" : "s", (double)(now - started) / 1000.0,
+                       (long long)o->retry_timeout_ms, why);
+      return kg_fail(errbuf, KG_EREGISTRY,
+                     "schema registry %s did not answer %s: %d attempt%s in %.1f s "
+                     "(kafka.schema.registry.retry.timeout.ms=%lld)%s; the last got: %s",
+                     shown, what, attempts, attempts == 1 ? "" : "s", (double)(now - started) / 1000.0,
+                     (long long)o->retry_timeout_ms, why, last);
+    }
+    if (!pause_ms(wait))
+      return kg_fail(errbuf, KG_EREGISTRY,
+                     "stopped by a signal while waiting to ask schema registry %s again for %s (%d attempt%s; the "
+                     "last got: %s)",
+                     shown, what, attempts, attempts == 1 ? "" : "s", last);
+    /* A request tried again is bounded by the time left too, but gets at least a second. */
+    int64_t left = deadline - kg_mono_ms();
+    timeout = left < o->request_timeout_ms ? (left > 1000 ? left : 1000) : o->request_timeout_ms;
+  }
+}
+
+/* Looks KEY up in the cache (unless FRESH) or at URL (WHAT names it in messages). JSON_SCHEMA: the answer is a JSON
+ * object whose "schema" member is the schema's text (Confluent's API), else the body is the schema's text.
+ * RETRY_UNKNOWN: the registry's answer that it does not know KEY is an outage (a schema id); else it is an answer,
+ * and cached (a topic's latest). */
 static int lookup(kg_registry_t *r, const uint8_t *key, size_t key_len, const char *url, const char *what,
-                  bool json_schema, char **schema, char *errbuf) {
+                  bool json_schema, bool retry_unknown, bool fresh, char **schema, char *errbuf) {
   *schema = NULL;
+  char shown[1024];
+  shown_url(url, shown, sizeof shown);
   pthread_mutex_lock(&r->mutex);
   entry_t *e = cache_get(r, key, key_len);
+  if (e && fresh) {
+    entry_remove(r, e);
+    e = NULL;
+  }
   if (e) {
     int rc = KG_OK;
     if (e->schema)
@@ -278,22 +376,16 @@ static int lookup(kg_registry_t *r, const uint8_t *key, size_t key_len, const ch
     return rc;
   }
   kg_buf_t body = {0};
-  long status = 0;
-  int rc = http_get(r, url, &status, &body, errbuf);
-  if (rc == KG_OK && status != 200) {
-    char text[256];
-    excerpt(&body, text, sizeof text);
-    /* The registry answered, and does not know the key: kept, so the next record with it costs no request. */
-    rc = kg_fail(errbuf, KG_ENOTFOUND, "schema registry %s does not know %s: HTTP %ld%s%s", url, what, status,
-                 text[0] ? ": " : "", text);
-    cache_put(r, key, key_len, NULL, errbuf);
+  int rc = http_get(r, url, shown, what, retry_unknown, &body, errbuf);
+  if (rc == KG_ENOTFOUND) {
+    cache_put(r, key, key_len, NULL, errbuf); /* the next unit asks no more */
   } else if (rc == KG_OK && json_schema) {
     kg_json_t *doc = NULL;
     const char *text = NULL;
     char jerr[KG_ERRLEN];
     if (kg_json_parse(body.data ? body.data : "", body.len, "answer", &doc, jerr) ||
         kg_json_get_string(doc, "schema", "answer", &text, jerr)) {
-      rc = kg_fail(errbuf, KG_EREGISTRY, "schema registry %s answered %s with no schema: %s", url, what, jerr);
+      rc = kg_fail(errbuf, KG_EREGISTRY, "schema registry %s answered %s with no schema: %s", shown, what, jerr);
     } else {
       *schema = kg_xstrdup(text);
       cache_put(r, key, key_len, text, NULL);
@@ -301,7 +393,7 @@ static int lookup(kg_registry_t *r, const uint8_t *key, size_t key_len, const ch
     kg_json_free(doc);
   } else if (rc == KG_OK) {
     if (!body.len || memchr(body.data, 0, body.len)) {
-      rc = kg_fail(errbuf, KG_EREGISTRY, "schema registry %s answered %s with %s", url, what,
+      rc = kg_fail(errbuf, KG_EREGISTRY, "schema registry %s answered %s with %s", shown, what,
                    body.len ? "binary data" : "nothing");
     } else {
       *schema = kg_xstrdup(body.data);
@@ -334,12 +426,13 @@ int kg_registry_schema_by_id(kg_registry_t *r, const uint8_t *id, size_t len, ch
     url = kg_xasprintf("%s/id=%s", r->options.url, hex);
     snprintf(url_what, sizeof url_what, "schema id %s", hex);
   }
-  int rc = lookup(r, key, len + 1, url, url_what, r->options.kind == KG_REGISTRY_CONFLUENT, schema, errbuf);
+  int rc =
+      lookup(r, key, len + 1, url, url_what, r->options.kind == KG_REGISTRY_CONFLUENT, true, false, schema, errbuf);
   free(url);
   return rc;
 }
 
-int kg_registry_latest(kg_registry_t *r, const char *topic, char **schema, char *errbuf) {
+int kg_registry_latest(kg_registry_t *r, const char *topic, bool fresh, char **schema, char *errbuf) {
   *schema = NULL;
   size_t tlen = strlen(topic);
   uint8_t *key = kg_xmalloc(tlen + 1);
@@ -359,7 +452,7 @@ int kg_registry_latest(kg_registry_t *r, const char *topic, char **schema, char 
     what = kg_xasprintf("the latest schema of topic %s", topic);
     curl_free(escaped);
   }
-  int rc = lookup(r, key, tlen + 1, url, what, r->options.kind == KG_REGISTRY_CONFLUENT, schema, errbuf);
+  int rc = lookup(r, key, tlen + 1, url, what, r->options.kind == KG_REGISTRY_CONFLUENT, false, fresh, schema, errbuf);
   free(url);
   free(what);
   free(key);

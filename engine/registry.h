@@ -6,12 +6,18 @@
  * LinkedIn's, Gobblin's KafkaAvroSchemaRegistry (a 16-byte MD5 id; GET <url>/id=<32 hex digits> and
  * <url>/latest_with_type=<topic>, answering the schema's text itself).
  *
- * What the registry answers is cached: a schema, and also its answer that it does not know an id or topic
- * (HTTP 404, or another 4xx), so that a record with an unknown id does not cost a request each time. Entries go
- * after a time (expire after write) and, past the maximum size, the one written longest ago goes first. A
- * registry that does not answer (no connection, a timeout, an HTTP 5xx) is tried again, a fixed number of
- * times with a pause between; that failure is not cached. Each request is bounded by connect and total
- * timeouts, so a call returns within attempts x timeout + (attempts - 1) x pause.
+ * What the registry answers is cached: a schema, and a topic's latest schema or the answer that the topic has
+ * none (HTTP 404), so that asking again costs no request. Entries go after a time (expire after write) and, past
+ * the maximum size, the one written longest ago goes first.
+ *
+ * A registry that cannot answer is an outage, never a bad record: no connection, a timeout, HTTP 408 or 429 (rate
+ * limited), a 5xx, and for a schema id also HTTP 404 (a replica not caught up, a registry restarted from an empty
+ * store) are tried again, with a pause that doubles from 1 s (up to 8 s, a quarter more at random) or what the
+ * answer's Retry-After asks (seconds or an HTTP date), until the retry timeout
+ * (kafka.schema.registry.retry.timeout.ms) has passed since the first attempt; then the lookup fails, and nothing
+ * of it is cached. HTTP 401 and 403 (the registry refuses the client) are asked once more, a pause later, then
+ * fail; another status fails at once. Each request is bounded by connect and total timeouts, a retried one also by
+ * the time left (at least 1 s), so a lookup returns within the retry timeout plus one request's timeout.
  *
  * A client may be shared by threads: calls are serialised by a mutex (tasks each make their own, so they do
  * not wait on each other). */
@@ -33,21 +39,21 @@ typedef struct {
   const char *subject_suffix; /* Confluent's: the latest schema of topic T is subject T + this */
   int64_t cache_size;         /* most entries kept, at least 1 */
   int64_t expire_ms;          /* how long an entry is kept; 0: nothing is kept */
-  int attempts;               /* requests made before a registry that does not answer is an error */
-  int64_t retry_pause_ms;     /* pause between them */
+  int64_t retry_timeout_ms;   /* a lookup tries again until this long after its first attempt; 0: never */
+  int64_t retry_pause_ms;     /* the first pause before trying again; it doubles, up to 8 times this */
   int64_t connect_timeout_ms; /* per request: connecting */
   int64_t request_timeout_ms; /* per request: all of it */
 } kg_registry_options_t;
 
-/* Gobblin's: 3 tries 1 s apart (KafkaSchemaRegistry.GET_SCHEMA_BY_ID_MAX_TIRES and _MIN_INTERVAL_SECONDS). */
-#define KG_REGISTRY_ATTEMPTS           3
+/* Gobblin's pause between tries (KafkaSchemaRegistry.GET_SCHEMA_BY_ID_MIN_INTERVAL_SECONDS) is the first one. */
 #define KG_REGISTRY_RETRY_PAUSE_MS     1000
 #define KG_REGISTRY_CONNECT_TIMEOUT_MS 5000
 #define KG_REGISTRY_REQUEST_TIMEOUT_MS 10000
 
-/* A client for the registry of CONFIG (kafka.schema.registry.url, .class, the cache properties; the retries and
- * timeouts above). Returns KG_OK with a new client in *OUT (free with kg_registry_destroy), or KG_EINVAL with
- * ERRBUF naming the property when the URL is missing or not http(s). */
+/* A client for the registry of CONFIG (kafka.schema.registry.url, .class, the cache properties,
+ * kafka.schema.registry.retry.timeout.ms; the pause and the request timeouts above). Returns KG_OK with a new client in
+ * *OUT (free with kg_registry_destroy), or KG_EINVAL with ERRBUF naming the property when the URL is missing or not
+ * http(s). */
 int kg_registry_new(const kg_config_t *config, kg_registry_t **out, char *errbuf);
 
 /* The same from explicit OPTIONS (tests set short timeouts). */
@@ -58,13 +64,15 @@ void kg_registry_destroy(kg_registry_t *registry);
 
 /* The schema whose id is the LEN bytes at ID (4 for Confluent's API, 16 for LinkedIn's), from the cache or the
  * registry. Returns KG_OK with the schema's text in *SCHEMA (a new string, the caller's to free); KG_EINVAL
- * when LEN is not the API's id length; KG_ENOTFOUND when the registry does not know the id (also when that
- * answer comes from the cache); KG_EREGISTRY when the registry did not answer after every attempt, or answered
- * something that is not a schema. ERRBUF names the URL and what happened. */
+ * when LEN is not the API's id length; KG_EREGISTRY when the registry did not give the schema: it did not answer,
+ * did not know the id, or refused the client until the retry timeout, or answered something that is not a schema.
+ * ERRBUF names the URL (its user information hidden), the status or the error, and the id. */
 int kg_registry_schema_by_id(kg_registry_t *registry, const uint8_t *id, size_t len, char **schema, char *errbuf);
 
-/* The latest schema of TOPIC; returns as kg_registry_schema_by_id. */
-int kg_registry_latest(kg_registry_t *registry, const char *topic, char **schema, char *errbuf);
+/* The latest schema of TOPIC, from the cache or the registry (FRESH: from the registry, the answer replacing what
+ * the cache held). Returns as kg_registry_schema_by_id, except that the answer that the topic has no schema (HTTP
+ * 404) is not tried again: KG_ENOTFOUND, cached as a schema is. */
+int kg_registry_latest(kg_registry_t *registry, const char *topic, bool fresh, char **schema, char *errbuf);
 
 /* Requests REGISTRY has sent (each attempt counts), for tests and metrics. */
 int64_t kg_registry_requests(kg_registry_t *registry);

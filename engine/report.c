@@ -68,11 +68,12 @@ void kg_report_write(kg_report_t *report, const kg_task_t *tasks, size_t ntasks,
                      ",\"partition\":%d,\"lowWatermark\":%lld,\"expectedHighWatermark\":%lld,"
                      "\"actualHighWatermark\":%lld,\"numRecordsConsumed\":%lld,\"avgRecordMillis\":%.6f,"
                      "\"avgRecordSize\":%.2f,\"decodingErrors\":%lld,\"skipped\":%lld,\"quarantined\":%lld,"
-                     "\"deletedBeforeRead\":%lld,\"task\":\"%s\"}",
+                     "\"deletedBeforeRead\":%lld,\"tombstones\":%lld,\"task\":\"%s\"}",
                      wu->partition, (long long)wu->low, (long long)wu->high, (long long)r->actual_high,
                      (long long)r->records, r->records ? (double)r->elapsed_ms / (double)r->records : 0.0,
                      r->records ? (double)r->bytes / (double)r->records : 0.0, (long long)r->decode_errors,
-                     (long long)r->skipped, (long long)r->quarantined, (long long)r->deleted, t->spec.task_id);
+                     (long long)r->skipped, (long long)r->quarantined, (long long)r->deleted, (long long)r->tombstones,
+                     t->spec.task_id);
       kg_report_event(report, "KafkaExtractorTopicMetadata", md.data);
       kg_buf_free(&md);
       if (r->premature_stop) {
@@ -138,6 +139,7 @@ kg_run_counts_t kg_report_counts(const kg_metrics_t *job_metrics, const kg_task_
       n.skipped += r->skipped;
       n.quarantined += r->quarantined;
       n.deleted += r->deleted;
+      n.tombstones += r->tombstones;
     }
   return n;
 }

@@ -177,6 +177,9 @@ static void total_metrics(prom_text_t *t, const prom_run_t *run) {
   counter(t, "kingest_records_deleted_total",
           "Records deleted from Kafka before a run could read them (never read), in every run",
           (double)run->totals.deleted);
+  counter(t, "kingest_records_tombstones_total",
+          "Avro records with a null payload (deleted records: read, not written), in every run",
+          (double)run->totals.tombstones);
   family(t, "kingest_runs_total", "counter", "Runs of the job that ended, by result");
   for (size_t i = 0; i < sizeof prom_results / sizeof prom_results[0]; i++) {
     const char *labels[] = {"result", prom_results[i], NULL};
@@ -227,6 +230,8 @@ static void run_metrics(prom_text_t *t, const prom_run_t *run) {
         (double)run->counts.quarantined);
   gauge(t, "kingest_run_records_deleted", "Records deleted from Kafka before the run could read them (never read)",
         (double)run->counts.deleted);
+  gauge(t, "kingest_run_records_tombstones", "Avro records with a null payload (deleted records: read, not written)",
+        (double)run->counts.tombstones);
   gauge(t, "kingest_run_offset_resets",
         "Times a partition's offset was out of range (when the run planned, or records deleted while it read) and "
         "reset.on.offset.out.of.range applied",
@@ -250,6 +255,8 @@ static const struct {
      "Records of the partition that failed in the script and were quarantined"},
     {"kingest_partition_records_deleted", offsetof(kg_unit_result_t, deleted),
      "Records of the partition deleted before the run could read them (never read)"},
+    {"kingest_partition_records_tombstones", offsetof(kg_unit_result_t, tombstones),
+     "Avro records of the partition with a null payload (deleted records: read, not written)"},
     {"kingest_partition_bytes_read", offsetof(kg_unit_result_t, bytes),
      "Payload bytes the run read from the partition"},
 };
@@ -800,6 +807,7 @@ static void prom_final(const kg_report_t *report, const kg_task_t *tasks, size_t
       run.totals.skipped += run.counts.skipped;
       run.totals.quarantined += run.counts.quarantined;
       run.totals.deleted += run.counts.deleted;
+      run.totals.tombstones += run.counts.tombstones;
       for (size_t i = 0; i < 4; i++)
         if (report->result && !strcmp(report->result, prom_results[i])) run.runs[i]++;
     }

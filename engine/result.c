@@ -11,11 +11,13 @@ void kg_unit_result_json(kg_buf_t *out, const kg_workunit_t *wu, const kg_unit_r
   kg_buf_appendf(out,
                  ",\"partition\":%d,\"actualHigh\":%lld,\"records\":%lld,\"bytes\":%lld,\"elapsedMs\":%lld,"
                  "\"decodeErrors\":%lld,\"skipped\":%lld,\"quarantined\":%lld,\"deletedBeforeRead\":%lld,"
-                 "\"written\":%lld,\"fetchFailed\":%s,\"prematureStop\":%s,\"stopped\":%s,\"stopReason\":",
+                 "\"tombstones\":%lld,\"written\":%lld,\"fetchFailed\":%s,\"prematureStop\":%s,\"stopped\":%s,"
+                 "\"stopReason\":",
                  wu->partition, (long long)r->actual_high, (long long)r->records, (long long)r->bytes,
                  (long long)r->elapsed_ms, (long long)r->decode_errors, (long long)r->skipped,
-                 (long long)r->quarantined, (long long)r->deleted, (long long)r->written, r->fetch_failed ? "true" : "false",
-                 r->premature_stop ? "true" : "false", r->stopped ? "true" : "false");
+                 (long long)r->quarantined, (long long)r->deleted, (long long)r->tombstones, (long long)r->written,
+                 r->fetch_failed ? "true" : "false", r->premature_stop ? "true" : "false",
+                 r->stopped ? "true" : "false");
   kg_json_string(out, r->stop_reason);
   if (r->last.set)
     kg_buf_appendf(out, ",\"last\":{\"offset\":%lld,\"timestamp\":%lld,\"hash\":%lld}}", (long long)r->last.offset,
@@ -42,6 +44,7 @@ int kg_unit_result_from_json(const kg_json_t *v, const kg_workunit_t *wu, const 
   if (!rc) rc = kg_json_get_int(v, "skipped", what, &r->skipped, errbuf);
   if (!rc) rc = kg_json_get_int(v, "quarantined", what, &r->quarantined, errbuf);
   if (!rc) rc = kg_json_get_int(v, "deletedBeforeRead", what, &r->deleted, errbuf);
+  if (!rc) rc = kg_json_get_int(v, "tombstones", what, &r->tombstones, errbuf);
   if (!rc) rc = kg_json_get_int(v, "written", what, &r->written, errbuf);
   if (!rc) rc = kg_json_get_bool(v, "fetchFailed", what, &r->fetch_failed, errbuf);
   if (!rc) rc = kg_json_get_bool(v, "prematureStop", what, &r->premature_stop, errbuf);

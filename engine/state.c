@@ -53,6 +53,7 @@ static const struct {
     {"runs", "skipped", "INTEGER"},
     {"runs", "quarantined", "INTEGER"},
     {"runs", "deleted", "INTEGER"},
+    {"runs", "tombstones", "INTEGER"},
     {"partition_state", "log_start", "INTEGER"},
     {"partition_state", "last_offset", "INTEGER"},
     {"partition_state", "last_timestamp", "INTEGER"},
@@ -546,7 +547,7 @@ int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, const 
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(s->db,
                          "UPDATE runs SET ended_ms = ?, records = ?, bytes = ?, records_read = ?, skipped = ?,"
-                         " quarantined = ?, deleted = ?, result = ?, message = ? WHERE job_id = ?",
+                         " quarantined = ?, deleted = ?, result = ?, message = ?, tombstones = ? WHERE job_id = ?",
                          -1, &st, NULL) != SQLITE_OK)
     return db_fail(s, errbuf, "cannot record the run");
   sqlite3_bind_int64(st, 1, ended_ms);
@@ -558,7 +559,8 @@ int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, const 
   sqlite3_bind_int64(st, 7, counts->deleted);
   sqlite3_bind_text(st, 8, result, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 9, message ? message : "", -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 10, job_id, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 10, counts->tombstones);
+  sqlite3_bind_text(st, 11, job_id, -1, SQLITE_TRANSIENT);
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record the run");
@@ -592,7 +594,8 @@ int kg_state_run_totals(kg_state_t *s, const char *job_id, kg_run_counts_t *tota
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(s->db,
                          "SELECT result, count(*), total(records_read), total(records), total(bytes), total(skipped),"
-                         " total(quarantined), total(deleted) FROM runs WHERE ended_ms IS NOT NULL AND job_id <> ?"
+                         " total(quarantined), total(deleted), total(tombstones) FROM runs"
+                         " WHERE ended_ms IS NOT NULL AND job_id <> ?"
                          " GROUP BY result",
                          -1, &st, NULL) != SQLITE_OK)
     return db_fail(s, errbuf, "cannot read the run history");
@@ -608,6 +611,7 @@ int kg_state_run_totals(kg_state_t *s, const char *job_id, kg_run_counts_t *tota
     totals->skipped += (int64_t)sqlite3_column_double(st, 5);
     totals->quarantined += (int64_t)sqlite3_column_double(st, 6);
     totals->deleted += (int64_t)sqlite3_column_double(st, 7);
+    totals->tombstones += (int64_t)sqlite3_column_double(st, 8);
   }
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot read the run history");
@@ -729,37 +733,42 @@ int kg_state_reset(kg_state_t *s, const char *topic, int32_t partition, kg_parti
 int kg_state_history(kg_state_t *s, FILE *out, int limit, char *errbuf) {
   sqlite3_stmt *st;
   const char *sql =
-      "SELECT time_ms, kind, what, records_read, records, bytes, skipped, quarantined, deleted, result, message FROM ("
+      "SELECT time_ms, kind, what, records_read, records, bytes, skipped, quarantined, deleted, tombstones, result,"
+      " message FROM ("
       " SELECT started_ms AS time_ms, 'run' AS kind, job_id AS what, records_read, records, bytes, skipped,"
-      "  quarantined, deleted, result,"
+      "  quarantined, deleted, tombstones, result,"
       "  CASE WHEN ended_ms IS NOT NULL THEN (ended_ms - started_ms) || ' ms' ELSE '' END"
       "  || CASE WHEN message IS NOT NULL AND message <> '' THEN"
       "   CASE WHEN ended_ms IS NOT NULL THEN ': ' ELSE '' END || message ELSE '' END AS message FROM runs"
-      " UNION ALL SELECT time_ms, command, topic || ':' || partition, NULL, NULL, NULL, NULL, NULL, NULL, 'CHANGED',"
+      " UNION ALL SELECT time_ms, command, topic || ':' || partition, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+      "  'CHANGED',"
       "  'offset ' || coalesce(old_offset, 'none') || ' -> ' || coalesce(new_offset, 'none') FROM state_changes)"
       " ORDER BY time_ms DESC LIMIT ?";
   if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(s, errbuf, "cannot read the history");
   sqlite3_bind_int(st, 1, limit > 0 ? limit : -1);
-  fprintf(out, "%-19s  %-10s  %-44s %10s %10s %12s %10s %11s %10s  %-10s  %s\n", "TIME", "WHAT", "JOB ID / PARTITION",
-          "READ", "WRITTEN", "BYTES", "SKIPPED", "QUARANTINED", "DELETED", "RESULT", "DETAILS");
+  fprintf(out, "%-19s  %-10s  %-44s %10s %10s %12s %10s %11s %10s %10s  %-10s  %s\n", "TIME", "WHAT",
+          "JOB ID / PARTITION", "READ", "WRITTEN", "BYTES", "SKIPPED", "QUARANTINED", "DELETED", "TOMBSTONES", "RESULT",
+          "DETAILS");
   while (sqlite3_step(st) == SQLITE_ROW) {
     time_t secs = (time_t)(sqlite3_column_int64(st, 0) / 1000);
     struct tm tm;
     localtime_r(&secs, &tm);
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    const char *n[6];
-    for (int i = 0; i < 6; i++)
+    const char *n[7];
+    for (int i = 0; i < 7; i++)
       n[i] = sqlite3_column_type(st, 3 + i) == SQLITE_NULL ? "-" : (const char *)sqlite3_column_text(st, 3 + i);
-    const char *result = (const char *)sqlite3_column_text(st, 9);
-    const char *msg = (const char *)sqlite3_column_text(st, 10);
+    if (sqlite3_column_type(st, 9) == SQLITE_NULL && sqlite3_column_type(st, 3) != SQLITE_NULL)
+      n[6] = "0"; /* a run recorded before tombstones were counted */
+    const char *result = (const char *)sqlite3_column_text(st, 10);
+    const char *msg = (const char *)sqlite3_column_text(st, 11);
     char first[256];
     snprintf(first, sizeof first, "%s", msg ? msg : "");
     char *nl = strchr(first, '\n');
     if (nl) *nl = '\0';
-    fprintf(out, "%-19s  %-10s  %-44s %10s %10s %12s %10s %11s %10s  %-10s  %s\n", when,
+    fprintf(out, "%-19s  %-10s  %-44s %10s %10s %12s %10s %11s %10s %10s  %-10s  %s\n", when,
             (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2), n[0], n[1], n[2], n[3],
-            n[4], n[5], result ? result : "", first);
+            n[4], n[5], n[6], result ? result : "", first);
   }
   sqlite3_finalize(st);
   return KG_OK;
@@ -782,9 +791,9 @@ int kg_state_history_json(kg_state_t *s, kg_buf_t *out, int limit, char *errbuf)
       "SELECT * FROM ("
       " SELECT 'run' AS kind, started_ms AS time_ms, job_id, ended_ms, result, records_read, records, bytes, skipped,"
       "  quarantined, deleted, message, NULL AS command, NULL AS topic, NULL AS partition, NULL AS old_offset,"
-      "  NULL AS new_offset FROM runs"
+      "  NULL AS new_offset, tombstones FROM runs"
       " UNION ALL SELECT 'change', time_ms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, command, topic,"
-      "  partition, old_offset, new_offset FROM state_changes)"
+      "  partition, old_offset, new_offset, NULL FROM state_changes)"
       " ORDER BY time_ms DESC LIMIT ?";
   if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(s, errbuf, "cannot read the history");
   sqlite3_bind_int(st, 1, limit > 0 ? limit : -1);
@@ -807,6 +816,11 @@ int kg_state_history_json(kg_state_t *s, kg_buf_t *out, int limit, char *errbuf)
         kg_buf_appendf(out, ",\"%s\":", run_fields[i]);
         json_column(out, st, i);
       }
+      kg_buf_append(out, ",\"tombstones\":", 14);
+      if (sqlite3_column_type(st, 17) == SQLITE_NULL && sqlite3_column_type(st, 5) != SQLITE_NULL)
+        kg_buf_append(out, "0", 1); /* a run recorded before tombstones were counted */
+      else
+        json_column(out, st, 17);
     } else {
       for (int i = 0; i < 5; i++) {
         kg_buf_appendf(out, ",\"%s\":", change_fields[i]);

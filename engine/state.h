@@ -72,14 +72,15 @@ int kg_state_reset(kg_state_t *state, const char *topic, int32_t partition, kg_p
 /* Writes the runs and the operator changes, newest first, as a table (at most LIMIT rows, 0 for all). */
 int kg_state_history(kg_state_t *state, FILE *out, int limit, char *errbuf);
 /* The same rows as a JSON array, newest first: runs as {"kind":"run","time_ms","job_id","ended_ms","result",
- * "records_read","records_written","bytes_written","skipped","quarantined","deleted","message"}, operator changes as
+ * "records_read","records_written","bytes_written","skipped","quarantined","deleted","message","tombstones"}, operator
+ * changes as
  * {"kind":"change","time_ms","command","topic","partition","old_offset","new_offset"} (null where not known). */
 int kg_state_history_json(kg_state_t *state, kg_buf_t *out, int limit, char *errbuf);
 
 /* Run history. */
 int kg_state_run_begin(kg_state_t *state, const char *job_id, int64_t started_ms, char *errbuf);
-/* What a run did with the records it read. Each record read was skipped, quarantined, or handed to the writer
- * (as none, one or several records: a script may filter and split). */
+/* What a run did with the records it read. Each record read was skipped, quarantined, a tombstone of an Avro topic,
+ * or handed to the writer (as none, one or several records: a script may filter and split). */
 typedef struct {
   int64_t read;        /* records read from Kafka */
   int64_t written;     /* records written to the output */
@@ -87,6 +88,7 @@ typedef struct {
   int64_t skipped;     /* records that failed in the script and were skipped */
   int64_t quarantined; /* records that failed in the script and went to <FP>/_errors */
   int64_t deleted;     /* records deleted under the reader before it got to them (never read) */
+  int64_t tombstones;  /* Avro records with a null payload: deleted records, read and not written */
 } kg_run_counts_t;
 
 int kg_state_run_end(kg_state_t *state, const char *job_id, int64_t ended_ms, const kg_run_counts_t *counts,

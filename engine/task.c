@@ -42,7 +42,19 @@ struct kg_task_run {
   int32_t fixed_schema;
   int32_t reader_schema;
   int32_t output_schema;
+  /* For the topic being pulled (AVRO_TOPIC, owned), per writer schema index (NSEEN of them): whether its records
+   * made the task ask the registry for the topic's latest schema again, and whether a WARN said what
+   * writer.avro.schema leaves out of them. The schema the last record was read with, for the next. */
+  char *avro_topic;
+  uint8_t *seen;
+  size_t nseen;
+  int32_t last_writer, last_latest, last_reader;
 };
+
+/* What SEEN[] holds of a writer schema. */
+#define SEEN_REFRESHED 1 /* the topic's latest was asked for again for it */
+#define SEEN_WARNED    2 /* the WARN that the job's output schema does not hold it was logged */
+#define SEEN_OWN       4 /* the INFO that its records are read with their own schema was logged */
 
 /* The first line of TEXT into OUT (SIZE bytes). */
 static void first_line(char *out, size_t size, const char *text) {
@@ -178,27 +190,129 @@ static bool deleted_under_reader(kg_task_run_t *run, const kg_workunit_t *wu, kg
   return true;
 }
 
+/* The flags of writer schema W in run->seen (grown as needed). */
+static uint8_t *seen_of(kg_task_run_t *run, int32_t w) {
+  if ((size_t)w >= run->nseen) {
+    size_t n = (size_t)w + 8;
+    run->seen = kg_xrealloc(run->seen, n);
+    memset(run->seen + run->nseen, 0, n - run->nseen);
+    run->nseen = n;
+  }
+  return &run->seen[w];
+}
+
+/* The schema a record of writer schema W of WU's topic is read with, into *READER: the topic's latest when it holds
+ * W's datums with nothing lost; else, once per W, the latest asked of the registry again (a schema registered
+ * since the task began), when that holds them; else W itself, so that no field is ever dropped. Returns KG_OK, or
+ * KG_EREGISTRY when the registry did not give the latest (the task fails). */
+static int reader_for(kg_task_run_t *run, const kg_workunit_t *wu, int32_t w, int32_t *reader, char *errbuf) {
+  int32_t latest = run->reader_schema;
+  if (w == run->last_writer && latest == run->last_latest) {
+    *reader = run->last_reader;
+    return KG_OK;
+  }
+  const char *why = "";
+  if (latest >= 0 && kg_avro_schemas_holds(run->schemas, w, latest, &why)) {
+    *reader = latest;
+  } else {
+    uint8_t *seen = seen_of(run, w);
+    if (!(*seen & SEEN_REFRESHED)) {
+      *seen |= SEEN_REFRESHED;
+      int32_t newer = -1;
+      char rerr[KG_ERRLEN];
+      int rc = kg_avro_input_latest(run->avro, wu->topic, true, &newer, rerr);
+      if (rc && rc != KG_ENOTFOUND)
+        return kg_fail(errbuf, rc, "cannot read the latest schema of topic %s: %s", wu->topic, rerr);
+      if (rc == KG_OK && newer != latest) {
+        KG_INFO("Topic %s has a newer latest schema in the registry than when the task began: records go on with it",
+                wu->topic);
+        run->reader_schema = latest = newer;
+      }
+    }
+    if (latest >= 0 && kg_avro_schemas_holds(run->schemas, w, latest, &why)) {
+      *reader = latest;
+    } else {
+      *reader = w;
+      if (latest >= 0 && !(*seen_of(run, w) & SEEN_OWN)) {
+        *seen_of(run, w) |= SEEN_OWN;
+        KG_INFO("Records of %s:%d have a schema the topic's latest cannot hold with nothing lost (%s): they are "
+                "read with their own schema%s",
+                wu->topic, wu->partition, why,
+                run->task->spec.writer == &kg_writer_avro && run->fixed_schema < 0 ? ", in a file of their own" : "");
+      }
+    }
+  }
+  run->last_writer = w, run->last_latest = latest, run->last_reader = *reader;
+  return KG_OK;
+}
+
+/* The error of a batch whose Avro records, offsets FIRST to LAST, took longer to read than script.batch.timeout.ms. */
+static int framing_timeout(kg_task_run_t *run, const kg_workunit_t *wu, double first, double last, char *errbuf) {
+  return kg_fail(errbuf, KG_ELUA,
+                 "reading the Avro records of one batch of %s:%d (offsets %.0f to %.0f) took more than %lld ms and was "
+                 "stopped (script.batch.timeout.ms)",
+                 wu->topic, wu->partition, first, last, (long long)run->task->spec.config->batch_timeout_ms);
+}
+
 /* Reads the Avro framing of the KEEP records at RECORDS: sets each one's datum and schemas, and takes out those
- * that cannot be decoded (each a failed record, under decode.error.policy and the budget). Returns the records
- * left, or a negative error that fails the task (the registry did not answer, the budget). */
+ * that cannot be decoded (each a failed record, under decode.error.policy and the budget) and the tombstones (null
+ * payloads: deleted records, counted as such) unless the job decodes the records itself. The batch timeout
+ * (script.batch.timeout.ms) bounds this work as it bounds the script's: looked at after every 64 records or 64 KB of
+ * them, the records that waited for the registry left out (its own timeout bounds that). Returns the records left,
+ * or a negative error that fails the task (the registry did not give a schema, the budget, the timeout). */
 static int read_framing(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_t *res, kg_record_t *records,
                         int keep, int *logged, char *errbuf) {
+  kg_task_t *t = run->task;
+  int64_t started = kg_mono_ms(), since_records = 0, since_bytes = 0;
+  double first = records[0].offset, last = records[keep - 1].offset;
+  bool own_decoder = kg_lua_decodes(run->lua);
+  /* The records themselves go to an output whose schema the job fixed: say what that schema leaves out of them. */
+  bool fixed_avro = t->spec.writer == &kg_writer_avro && run->fixed_schema >= 0 && !kg_lua_transforms(run->lua);
   int good = 0;
   for (int i = 0; i < keep; i++) {
     kg_record_t *r = &records[i];
+    if (since_records >= 64 || since_bytes >= 65536) {
+      if (kg_mono_ms() - started > t->spec.config->batch_timeout_ms)
+        return framing_timeout(run, wu, first, records[i - 1].offset, errbuf);
+      since_records = since_bytes = 0;
+    }
+    since_records++;
+    since_bytes += (int64_t)r->value_len;
+    if (!r->value_ptr && !own_decoder) { /* a tombstone: the record was deleted */
+      res->tombstones++;
+      kg_metrics_add(&t->result.metrics, KG_M_TOMBSTONES, 1);
+      continue;
+    }
+    if (!r->value_ptr) {
+      r->datum_ptr = NULL;
+      r->schema = r->reader_schema = -1;
+      records[good++] = *r;
+      continue;
+    }
     char ferr[KG_ERRLEN];
+    int64_t asked = kg_avro_input_asked(run->avro);
     int rc = kg_avro_input_frame(run->avro, r->value_ptr, r->value_len, &r->schema, &r->datum_ptr, &r->datum_len, ferr);
     if (rc == KG_EREGISTRY)
-      return kg_fail(errbuf, rc, "cannot decode %s:%d at offset %.0f: %s", wu->topic, wu->partition, r->offset, ferr);
+      return kg_fail(errbuf, rc, "cannot read %s:%d at offset %.0f: %s", wu->topic, wu->partition, r->offset, ferr);
     if (rc) {
       r->datum_ptr = NULL;
       r->schema = -1;
       if ((rc = record_failed(run, wu, res, r, "Avro decoding", ferr, logged, errbuf))) return rc;
       continue;
     }
-    r->reader_schema = run->reader_schema;
+    if ((rc = reader_for(run, wu, r->schema, &r->reader_schema, errbuf))) return rc;
+    if (kg_avro_input_asked(run->avro) != asked) started = kg_mono_ms(); /* it waited for the registry */
+    const char *why;
+    if (fixed_avro && !(*seen_of(run, r->schema) & SEEN_WARNED) &&
+        !kg_avro_schemas_holds(run->schemas, r->schema, run->fixed_schema, &why)) {
+      *seen_of(run, r->schema) |= SEEN_WARNED;
+      KG_WARN("Records of %s:%d have a schema that writer.avro.schema does not hold with nothing lost (%s): they are "
+              "written as the job's schema says",
+              wu->topic, wu->partition, why);
+    }
     records[good++] = *r;
   }
+  if (kg_mono_ms() - started > t->spec.config->batch_timeout_ms) return framing_timeout(run, wu, first, last, errbuf);
   return good;
 }
 
@@ -207,9 +321,15 @@ int kg_task_begin_unit(kg_task_run_t *run, const kg_workunit_t *wu, char *errbuf
   bool avro_out = run->task->spec.writer == &kg_writer_avro;
   run->reader_schema = -1;
   run->output_schema = avro_out ? run->fixed_schema : -1;
+  run->last_writer = -1;
+  if (run->avro && (!run->avro_topic || strcmp(run->avro_topic, topic))) { /* what the task knows of another topic */
+    free(run->avro_topic);
+    run->avro_topic = kg_xstrdup(topic);
+    if (run->nseen) memset(run->seen, 0, run->nseen);
+  }
   if (run->avro) {
     char rerr[KG_ERRLEN];
-    int rc = kg_avro_input_latest(run->avro, topic, &run->reader_schema, rerr);
+    int rc = kg_avro_input_latest(run->avro, topic, false, &run->reader_schema, rerr);
     if (rc == KG_ENOTFOUND && !(avro_out && run->fixed_schema < 0)) {
       KG_WARN("Topic %s has no latest schema in the registry (%s): its records are decoded with their own schemas",
               topic, rerr);
@@ -283,7 +403,23 @@ int kg_task_records(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_
   res->last = kg_fingerprint_record(&records[n - 1]);
   int good = run->avro ? read_framing(run, wu, res, records, n, logged, errbuf) : n;
   if (good < 0) return good;
-  return good ? process_batch(run, wu, res, records, good, logged, errbuf) : KG_OK;
+  if (!(run->avro && run->task->spec.writer == &kg_writer_avro && run->fixed_schema < 0))
+    return good ? process_batch(run, wu, res, records, good, logged, errbuf) : KG_OK;
+  /* Avro output with each record's schema (the topic's latest, unless it cannot hold a record): a run of records
+   * read with one schema goes to a file of that schema, which output.c starts when the schema changes. A record
+   * without a datum (a tombstone the job's decodeRecord gets) goes with the file being written. */
+  for (int from = 0, to; from < good; from = to) {
+    int32_t schema = records[from].reader_schema >= 0 ? records[from].reader_schema : run->output_schema;
+    for (to = from + 1; to < good && (records[to].reader_schema == schema || records[to].reader_schema < 0);)
+      to++;
+    size_t len = 0;
+    const char *text = kg_avro_schemas_text(run->schemas, schema, &len);
+    run->output_schema = schema;
+    kg_outputs_use_schema(run->outputs, text, len);
+    int rc = process_batch(run, wu, res, records + from, to - from, logged, errbuf);
+    if (rc) return rc;
+  }
+  return KG_OK;
 }
 
 /* Pulls one work unit within ALLOW. Returns KG_OK (the unit is done, perhaps short of its high watermark after a
@@ -400,6 +536,7 @@ int kg_task_open(kg_task_t *t, kg_task_run_t **out, char *errbuf) {
   run->records = kg_xcalloc((size_t)c->batch_size, sizeof(kg_record_t));
   run->schemas = kg_avro_schemas_new();
   run->fixed_schema = run->reader_schema = run->output_schema = -1;
+  run->last_writer = -1;
   kg_avro_set_thread_schemas(run->schemas);
   kg_limits_init(&run->limits, c, t->spec.units, t->spec.nunits, kg_mono_ms());
   for (size_t i = 0; i < t->spec.nunits; i++)
@@ -425,6 +562,8 @@ void kg_task_close(kg_task_run_t *run) {
   kg_avro_input_destroy(run->avro);
   kg_avro_set_thread_schemas(NULL);
   kg_avro_schemas_destroy(run->schemas);
+  free(run->avro_topic);
+  free(run->seen);
   free(run);
 }
 

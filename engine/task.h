@@ -25,6 +25,7 @@ typedef struct {
   int64_t skipped;       /* of those, the ones skipped (decode.error.policy=skip) */
   int64_t quarantined;   /* and the ones written to <FP>/_errors (decode.error.policy=quarantine) */
   int64_t deleted;       /* records deleted under the reader and skipped by the reset policy (never read) */
+  int64_t tombstones;    /* Avro records with a null payload (deleted records), read and not written */
   int64_t written;       /* records the writer took from this partition's records (a script may filter and split) */
   bool fetch_failed;   /* the fetch stopped with an error before the high watermark */
   bool premature_stop; /* an extract limit or a stop signal ended the unit before its high watermark */

@@ -277,7 +277,7 @@ static int print_avro(const char *path, FILE *out, int64_t *records, char *errbu
 
 /* What became of the records. */
 typedef struct {
-  int64_t read, written, outputs, dropped, skipped, quarantined, failed, unprocessed;
+  int64_t read, written, outputs, dropped, skipped, quarantined, failed, unprocessed, tombstones;
 } counts_t;
 
 /* Feeds IN's records to the record path of TASK (one work unit, WU); fills N and *TASK_ERROR (a run would fail the
@@ -290,11 +290,13 @@ static void feed(kg_task_run_t *run, const kg_workunit_t *wu, const input_t *in,
   int rc = kg_task_begin_unit(run, wu, task_err);
   size_t i = 0;
   for (; !rc && i < in->count; i++) {
-    int64_t skipped = res.skipped, quarantined = res.quarantined, before, after, bytes;
+    int64_t skipped = res.skipped, quarantined = res.quarantined, tombstones = res.tombstones, before, after, bytes;
     kg_outputs_written(kg_task_outputs(run), &before, &bytes);
     rc = kg_task_records(run, wu, &res, &in->records[i], 1, &logged, task_err);
     kg_outputs_written(kg_task_outputs(run), &after, &bytes);
-    if (res.skipped > skipped)
+    if (res.tombstones > tombstones)
+      n->tombstones++;
+    else if (res.skipped > skipped)
       n->skipped++;
     else if (res.quarantined > quarantined)
       n->quarantined++;
@@ -397,12 +399,14 @@ int kg_tryout_test(const kg_config_t *c, const kg_tryout_options_t *o, char *err
             task_err);
   if (status == EX_OK) status = print_files(c, &task.spec, &task.result, o, errbuf);
   if (status == EX_OK) {
+    char tombstones[64] = ""; /* Avro tombstones: named only where there are some */
+    if (n.tombstones) snprintf(tombstones, sizeof tombstones, ", %lld tombstones", (long long)n.tombstones);
     fprintf(o->err,
             "kingest test: %lld record%s read: %lld written (%lld output%s), %lld dropped, %lld skipped, %lld "
-            "quarantined, %lld failed, %lld not processed\n",
+            "quarantined, %lld failed, %lld not processed%s\n",
             (long long)n.read, n.read == 1 ? "" : "s", (long long)n.written, (long long)n.outputs,
             n.outputs == 1 ? "" : "s", (long long)n.dropped, (long long)n.skipped, (long long)n.quarantined,
-            (long long)n.failed, (long long)n.unprocessed);
+            (long long)n.failed, (long long)n.unprocessed, tombstones);
     status = task_failed || n.skipped || n.quarantined || n.failed ? 1 : EX_OK;
   }
   char rerr[KG_ERRLEN];

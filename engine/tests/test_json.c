@@ -191,6 +191,7 @@ static void test_unit_result(void) {
                         .skipped = 3,
                         .quarantined = 1,
                         .deleted = 20,
+                        .tombstones = 4,
                         .written = 150,
                         .fetch_failed = true,
                         .premature_stop = true,
@@ -211,6 +212,7 @@ static void test_unit_result(void) {
   CHECK_INT(back.skipped, 3);
   CHECK_INT(back.quarantined, 1);
   CHECK_INT(back.deleted, 20);
+  CHECK_INT(back.tombstones, 4);
   CHECK_INT(back.written, 150);
   CHECK(back.fetch_failed && back.premature_stop && back.stopped);
   CHECK_STR(back.stop_reason, r.stop_reason);

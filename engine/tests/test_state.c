@@ -258,7 +258,7 @@ int main(void) {
   CHECK_INT(kg_state_history(s, h, 0, err), KG_OK);
   fclose(h);
   const char *none = "                                                 -          -            -          -           "
-                     "-          -  ";
+                     "-          -          -  ";
   char *want = kg_xasprintf("job_6%sDIED        the process ended before the run finished (killed or crashed); "
                             "nothing of it was committed\n",
                             none);
@@ -272,9 +272,9 @@ int main(void) {
   want = kg_xasprintf("job_7%sRUNNING", none);
   CHECK_CONTAINS(history, want);
   free(want);
-  /* Read, written, bytes, skipped, quarantined, deleted. */
+  /* Read, written, bytes, skipped, quarantined, deleted, tombstones. */
   CHECK_CONTAINS(history, "job_5                                                 9          7           70          1 "
-                          "          1          0  SUCCESSFUL  1000 ms\n");
+                          "          1          0          0  SUCCESSFUL  1000 ms\n");
   free(history);
 
   /* The last run that ended and the last that succeeded, leaving out the current one. */

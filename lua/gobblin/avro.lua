@@ -39,7 +39,10 @@
 -- 'user.age': expected int, got string (\"abc\")"). The decoder never reads outside [ptr, ptr + len), and
 -- checks lengths and counts against the bytes left before allocating. When a datum fails, the fast code
 -- hands over to a second build of the same code that tracks the field path, which runs the datum again and
--- raises the error with the path; good datums pay nothing for paths.
+-- raises the error with the path; good datums pay nothing for paths. After a decoder (or the making of one)
+-- raised, avro.failure says what failed: "resolution" (the writer's schema does not resolve to the reader's, found
+-- when the decoder is made, or a union branch or an enum symbol of a datum that the reader lacks) or "decoding" (the
+-- datum's bytes).
 local ffi = require("ffi")
 local bit = require("bit")
 local cjson = require("cjson")
@@ -520,7 +523,17 @@ local DEC_HELPERS = { "ffi_string", "tnew", "cast", "FP", "DP", "RINT", "RLONG",
   "T", "PT", "PKEY", "U8P" }
 
 -- Helpers of the decoders of one build; FAIL(msg) raises (with the path, or by running the traced build).
-local function decode_helpers(fail)
+local function decode_helpers(raise)
+  -- M.failure says what the last failing datum met: "resolution" (a writer's branch or symbol the reader lacks),
+  -- else "decoding" (its bytes).
+  local function fail(msg)
+    M.failure = "decoding"
+    raise(msg)
+  end
+  local function resolution_fail(msg)
+    M.failure = "resolution"
+    raise(msg)
+  end
   local function eof(i, need, e)
     fail(sformat("Avro datum ends early: %s byte(s) needed at offset %d, %d left", tostring(need), i, e - i))
   end
@@ -652,12 +665,13 @@ local function decode_helpers(fail)
   function H.UNION(x, n) fail(sformat("union branch index %s out of range (%d branches)", tostring(x), n)) end
   function H.ENUMX(x, tab)
     if x >= 0 and x < #tab.w then
-      fail(sformat("enum symbol '%s' of %s is not in the reader's enum %s", tab.w[x + 1], tab.wname, tab.rname))
+      resolution_fail(sformat("enum symbol '%s' of %s is not in the reader's enum %s", tab.w[x + 1], tab.wname,
+        tab.rname))
     end
     fail(sformat("enum index %s out of range (%d symbols of %s)", tostring(x), #tab.w, tab.wname))
   end
   function H.BRANCH(k, desc)
-    fail(sformat("union branch %d (%s) of the writer has no match in the reader's schema", k, desc))
+    resolution_fail(sformat("union branch %d (%s) of the writer has no match in the reader's schema", k, desc))
   end
   function H.TRAIL(n) fail(n .. " bytes left after the datum") end
   function H.F32(x)
@@ -1401,7 +1415,11 @@ function Schema:decoder(reader)
     traced(state.p, state.len)
     error(msg, 0)
   end
-  local fast = build_decoder(self.root, reader.root, false, fail)
+  local ok, fast = pcall(build_decoder, self.root, reader.root, false, fail)
+  if not ok then
+    M.failure = "resolution"
+    error(fast, 0)
+  end
   d = function(ptr, len)
     state.p, state.len = ptr, len
     return fast(ptr, len)

@@ -245,9 +245,11 @@ local json = require("gobblin.json")
 local encode_table, encode_staged = json.encode, json.encode_staged
 
 -- Builds the task's processor for the job file at PATH (nil: a properties job with the built-in source).
--- Returns a table: process(batch pointer), stage() (what ran when the last error happened: "decodeRecord"
--- or "converter N"), collect() (the script's metrics as name -> number) and passthrough (true when process
--- would write each payload as it is).
+-- Returns a table: process(batch pointer), stage() (what ran when the last error happened: "decodeRecord",
+-- "converter N", "partition hook", or the engine's decoding of an Avro record, "Avro resolution" or "Avro
+-- decoding"), collect() (the script's metrics as name -> number), passthrough (true when process would write each
+-- payload as it is), decodes (true when the job decodes records itself: its decodeRecord or source) and transforms
+-- (true when it decodes them or has converters: what it writes is its own, not the records as read).
 function M.processor(path)
   return M.job_processor(path and M.load_job(path) or {})
 end
@@ -258,12 +260,24 @@ function M.job_processor(job)
   local decode = M.decoder(job)
   local chain = M.converters(job)
   local nchain = #chain
+  -- What runs: 0 decodeRecord, i converter i, or one of the engine's own steps.
+  local stage = 0
+  local STAGE_AVRO, STAGE_PARTITION = -1, -2 -- the engine's decoding of an Avro record; the partition hook
+
+  -- The Avro record view REC decoded, resolved to schema READER: the engine's step, named so when it fails.
+  local function read_avro(rec, reader)
+    local was = stage
+    stage = STAGE_AVRO
+    local v = gffi.decoder(rec.schema, reader)(rec.datum_ptr, rec.datum_len)
+    stage = was
+    return v
+  end
   if job.decodeRecord == nil and job.source == nil and nchain > 0 then
     -- The built-in source: converters get an Avro record decoded (without converters, the record view goes to
     -- the writer, which copies an Avro datum whose schema is the output's as it is).
     local simple = decode
     decode = function(rec, c)
-      if rec.datum_ptr ~= nil then return rec:avro() end
+      if rec.datum_ptr ~= nil then return read_avro(rec, rec.reader_schema) end
       return simple(rec, c)
     end
   end
@@ -293,7 +307,6 @@ function M.job_processor(job)
     warn = log_function(gffi.WARN, where), error = log_function(gffi.ERROR, where),
   }
   ctx.logger = ctx.log
-  local stage = 0 -- 0 decodeRecord, i converter i
 
   -- A failed write (a full disk, a file too large) stops the batch at this record: nothing after it would
   -- reach the output, and the engine fails the task with the writer's own error, not as a script failure.
@@ -329,21 +342,24 @@ function M.job_processor(job)
     local out_schema = batch.output_schema
     if rec.schema == out_schema then return emit_value(batch, rec) end
     if out_schema >= 0 then
-      local p, n = encoder(out_schema)(gffi.decoder(rec.schema, out_schema)(rec.datum_ptr, rec.datum_len))
+      local p, n = encoder(out_schema)(read_avro(rec, out_schema))
       return emit(batch, p, n)
     end
-    local s = encode_table(rec:avro())
+    local s = encode_table(read_avro(rec, rec.reader_schema))
     return emit(batch, s, #s)
   end
 
   -- partition: the time (ms since the epoch) a record's output is filed under; the record's timestamp without it.
   local partition = job.partition
   local function file_time(batch, out)
+    local was = stage
+    stage = STAGE_PARTITION
     local ms = partition(out, ctx)
     if type(ms) ~= "number" or ms ~= ms or ms < 0 or ms >= 2 ^ 53 then
       error("partition returned " .. (type(ms) == "number" and tostring(ms) or type(ms)) ..
         "; it must return the record's time in milliseconds since the epoch (a number >= 0)", 0)
     end
+    stage = was
     batch.time = ms
   end
 
@@ -433,6 +449,13 @@ function M.job_processor(job)
   end
 
   local function stage_name()
+    if stage == STAGE_AVRO then
+      local avro = package.loaded["gobblin.avro"]
+      local failure = avro and avro.failure
+      if avro then avro.failure = nil end
+      return failure == "resolution" and "Avro resolution" or "Avro decoding"
+    end
+    if stage == STAGE_PARTITION then return "partition hook" end
     return stage == 0 and "decodeRecord" or ("converter " .. stage)
   end
 
@@ -440,7 +463,8 @@ function M.job_processor(job)
   -- partition hook), so the engine may write a batch's records itself without calling process.
   local passthrough = decode == require("gobblin.source.kafka_simple").decodeRecord and nchain == 0 and not partition
   return { process = process, stage = stage_name, collect = function() return registry:snapshot() end,
-    passthrough = passthrough }
+    passthrough = passthrough, decodes = job.decodeRecord ~= nil or job.source ~= nil,
+    transforms = job.decodeRecord ~= nil or job.source ~= nil or nchain > 0 }
 end
 
 return M

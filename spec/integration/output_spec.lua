@@ -175,10 +175,11 @@ describe("time-partitioned folders", function()
     assert.same({ 2 }, ids(base .. "/2025/12/31"))
   end)
 
-  it("takes back all of a failed record's outputs, in every folder it wrote to", function()
+  it("takes back all of a failed record's outputs, in every folder it wrote to; the failure is the partition hook's",
+    function()
     local topic = H.topic_with("part_back", { "x", "y", "z" })
     local work = H.workdir("part_back")
-    H.run_ok(job(work, topic, {
+    local log = H.run_ok(job(work, topic, {
       ["writer.partitioner.class"] = "TimeBasedWriterPartitioner",
       ["writer.partition.pattern"] = "yyyy",
       ["writer.partition.timezone"] = "UTC",
@@ -197,6 +198,7 @@ describe("time-partitioned folders", function()
     local base = work .. "/job-output/" .. topic
     assert.same({ "x-2001", "z-2001" }, H.output_lines(base .. "/2001")) -- y-2001 was taken back
     assert.same({ "x-2002", "z-2002" }, H.output_lines(base .. "/2002"))
+    assert.truthy(log:find("Skipping record " .. topic .. ":0 at offset 1: partition hook failed: ", 1, true), log)
   end)
 
   it("refuses a pattern with an unknown letter, an unknown zone, and partition settings without a partitioner",

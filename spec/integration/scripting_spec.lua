@@ -431,7 +431,7 @@ describe("the error budget", function()
     assert.same({ [t .. ":0"] = { 20, 1, 1, 0, 0 }, [t .. ":1"] = { 20, 1, 1, 0, 0 } }, events)
     local code, out, err = H.kingest({ "state", "history", work .. "/job.lua" }, { GOBBLIN_WORK_DIR = work })
     assert.are.equal(0, code, err)
-    assert.truthy(out:find("%s40%s+38%s+%d+%s+2%s+0%s+0%s+SUCCESSFUL"), out)
+    assert.truthy(out:find("%s40%s+38%s+%d+%s+2%s+0%s+0%s+0%s+SUCCESSFUL"), out) -- no deleted, no tombstones
     -- A run with no failure has no such line.
     H.produce(t, { "fine" }, 0)
     assert.are.same({}, H.grep(run_ok(job_file(work, t, nil, nil), work), "failed in the script"))

@@ -54,12 +54,12 @@ end
 local function history_rows(out)
   local rows = {}
   for _, line in ipairs(H.lines(out)) do
-    local time, what, id, read, rec, bytes, skipped, quarantined, deleted, result, details = line:match(
-      "^(%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d)  (%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)  (%S+)%s*(.-)$")
+    local time, what, id, read, rec, bytes, skipped, quarantined, deleted, tombstones, result, details = line:match(
+      "^(%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d)  (%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)  (%S+)%s*(.-)$")
     if time then
       rows[#rows + 1] = { time = time, what = what, id = id, read = read, records = rec, bytes = bytes,
-                          skipped = skipped, quarantined = quarantined, deleted = deleted, result = result,
-                          details = details }
+                          skipped = skipped, quarantined = quarantined, deleted = deleted, tombstones = tombstones,
+                          result = result, details = details }
     end
   end
   return rows
@@ -358,9 +358,9 @@ describe("kingest state show --json and history --json", function()
     assert.same({ "change", "set-offset", topic, 1, 3, 1 },
       { change.kind, change.command, change.topic, change.partition, change.old_offset, change.new_offset })
     local row = H.sqlite(c.db, "SELECT job_id, started_ms, ended_ms, records_read, records, bytes, result FROM runs")[1]
-    assert.same({ "run", row[1], tonumber(row[2]), tonumber(row[3]), 9, 9, tonumber(row[6]), "SUCCESSFUL", 0, 0, 0 },
+    assert.same({ "run", row[1], tonumber(row[2]), tonumber(row[3]), 9, 9, tonumber(row[6]), "SUCCESSFUL", 0, 0, 0, 0 },
       { run.kind, run.job_id, run.time_ms, run.ended_ms, run.records_read, run.records_written, run.bytes_written,
-        run.result, run.skipped, run.quarantined, run.deleted })
+        run.result, run.skipped, run.quarantined, run.deleted, run.tombstones })
     -- A job that never ran: the same error as the table's, nothing on stdout.
     local d = job("json_never", topic)
     code, out, err = state(d, "history", d.file, "--json")
@@ -493,13 +493,14 @@ describe("kingest state history", function()
     local out
     code, out, err = state(c, "history", c.file)
     assert.are.equal(0, code, err)
-    assert.matches("^TIME%s+WHAT%s+JOB ID / PARTITION%s+READ%s+WRITTEN%s+BYTES%s+SKIPPED%s+QUARANTINED%s+DELETED%s+RESULT%s+DETAILS\n",
+    assert.matches("^TIME%s+WHAT%s+JOB ID / PARTITION%s+READ%s+WRITTEN%s+BYTES%s+SKIPPED%s+QUARANTINED%s+DELETED%s+TOMBSTONES%s+RESULT%s+DETAILS\n",
       out)
     local rows = history_rows(out)
     assert.are.equal(4, #rows, out)
     local bytes = #(topic .. "-0-9") + 1
-    assert.same({ "run", "1", "1", tostring(bytes), "0", "0", "0", "SUCCESSFUL" }, { rows[1].what, rows[1].read,
-      rows[1].records, rows[1].bytes, rows[1].skipped, rows[1].quarantined, rows[1].deleted, rows[1].result })
+    assert.same({ "run", "1", "1", tostring(bytes), "0", "0", "0", "0", "SUCCESSFUL" }, { rows[1].what, rows[1].read,
+      rows[1].records, rows[1].bytes, rows[1].skipped, rows[1].quarantined, rows[1].deleted, rows[1].tombstones,
+      rows[1].result })
     assert.matches("^job_" .. c.name .. "_%d+$", rows[1].id)
     assert.matches("^%d+ ms$", rows[1].details)
     assert.same({ "set-offset", topic .. ":0", "CHANGED", "offset 8 -> 9" },

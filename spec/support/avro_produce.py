@@ -12,6 +12,7 @@ Gobblin's decoders read them, for the specs.
     avro_produce.py raw BROKERS TOPIC
         Produces one record per stdin line, the line's hex digits as the payload's bytes (payloads that are
         not well framed, for the bad-input specs).
+    In both, a line "null" produces a record with a null payload (a tombstone: a deleted record).
 
 FORMAT and URL (what a job gives as kafka.schema.registry.url):
     confluent  byte 0, the schema id as 4 big-endian bytes, the Avro binary encoding. URL is Confluent's
@@ -90,12 +91,15 @@ def produce(args):
     for line in sys.stdin:
         if not line.strip():
             continue
-        buf = io.BytesIO()
-        buf.write(b"\0" + frame_id)
-        fastavro.schemaless_writer(buf, schema, json.loads(line))
+        value = None
+        if line.strip() != "null":
+            buf = io.BytesIO()
+            buf.write(b"\0" + frame_id)
+            fastavro.schemaless_writer(buf, schema, json.loads(line))
+            value = buf.getvalue()
         while True:
             try:
-                p.produce(args.topic, buf.getvalue(), on_delivery=lambda err, _: err and failed.append(err), **kw)
+                p.produce(args.topic, value, on_delivery=lambda err, _: err and failed.append(err), **kw)
                 break
             except BufferError:
                 p.poll(0.1)
@@ -108,7 +112,8 @@ def raw(args):
     failed = []
     for line in sys.stdin:
         line = line.strip()
-        p.produce(args.topic, bytes.fromhex(line), on_delivery=lambda err, _: err and failed.append(err))
+        value = None if line == "null" else bytes.fromhex(line)
+        p.produce(args.topic, value, on_delivery=lambda err, _: err and failed.append(err))
     if p.flush(60) or failed:
         sys.exit("avro_produce: producing to %s failed: %s" % (args.topic, failed[:1] or "timed out"))
 
