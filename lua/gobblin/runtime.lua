@@ -245,8 +245,8 @@ local json = require("gobblin.json")
 local encode_table, encode_staged = json.encode, json.encode_staged
 
 -- Builds the task's processor for the job file at PATH (nil: a properties job with the built-in source).
--- Returns a table: process(batch pointer), stage() (what ran when the last error happened: "decodeRecord"
--- or "converter N"), collect() (the script's metrics as name -> number) and passthrough (true when process
+-- Returns a table: process(batch pointer), stage() (what ran when the last error happened: "decodeRecord",
+-- "converter N" or "partition"), collect() (the script's metrics as name -> number) and passthrough (true when process
 -- would write each payload as it is).
 function M.processor(path)
   return M.job_processor(path and M.load_job(path) or {})
@@ -293,7 +293,7 @@ function M.job_processor(job)
     warn = log_function(gffi.WARN, where), error = log_function(gffi.ERROR, where),
   }
   ctx.logger = ctx.log
-  local stage = 0 -- 0 decodeRecord, i converter i
+  local stage = 0 -- 0 decodeRecord, i converter i, -1 partition
 
   -- A failed write (a full disk, a file too large) stops the batch at this record: nothing after it would
   -- reach the output, and the engine fails the task with the writer's own error, not as a script failure.
@@ -337,13 +337,17 @@ function M.job_processor(job)
   end
 
   -- partition: the time (ms since the epoch) a record's output is filed under; the record's timestamp without it.
+  -- While it runs (and when what it returned is refused), the stage is the partition hook's.
   local partition = job.partition
   local function file_time(batch, out)
+    local was = stage
+    stage = -1
     local ms = partition(out, ctx)
     if type(ms) ~= "number" or ms ~= ms or ms < 0 or ms >= 2 ^ 53 then
       error("partition returned " .. (type(ms) == "number" and tostring(ms) or type(ms)) ..
         "; it must return the record's time in milliseconds since the epoch (a number >= 0)", 0)
     end
+    stage = was
     batch.time = ms
   end
 
@@ -433,7 +437,7 @@ function M.job_processor(job)
   end
 
   local function stage_name()
-    return stage == 0 and "decodeRecord" or ("converter " .. stage)
+    return stage == 0 and "decodeRecord" or stage == -1 and "partition" or ("converter " .. stage)
   end
 
   -- passthrough: each record's payload goes to the writer as it is (KafkaSimpleSource, no converter, no
