@@ -108,15 +108,27 @@ static void json_escape(char *out, size_t size, int *n, const char *s) {
 }
 
 /* One JSON object: time (UTC, RFC 3339 with milliseconds), level, message, then the job, job_id, task, topic and
- * partition the line is about, when known. */
-static int format_json(char *line, size_t size, kg_log_level_t level, const struct timespec *ts, const char *msg) {
+ * partition the line is about, when known, and the exit status when STATUS >= 0. */
+static int format_json(char *line, size_t size, kg_log_level_t level, const struct timespec *ts, const char *msg,
+                       int status) {
   static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
   struct tm tm;
   gmtime_r(&ts->tv_sec, &tm);
   int n = (int)strftime(line, size, "{\"time\":\"%Y-%m-%dT%H:%M:%S", &tm);
   n += snprintf(line + n, size - (size_t)n, ".%03ldZ\",\"level\":\"%s\",\"message\":\"", ts->tv_nsec / 1000000,
                 names[level]);
-  json_escape(line, size - 256, &n, msg);
+  /* A script error's traceback (lua_bridge.c) in a field of its own. */
+  static const char header[] = "\nstack traceback:\n";
+  const char *tb = strstr(msg, header);
+  if (tb) {
+    char *head = kg_xstrndup(msg, (size_t)(tb - msg));
+    json_escape(line, size / 2, &n, head);
+    free(head);
+    n += snprintf(line + n, size - (size_t)n, "\",\"traceback\":\"");
+    json_escape(line, size - 256, &n, tb + sizeof header - 1);
+  } else {
+    json_escape(line, size - 256, &n, msg);
+  }
   line[n++] = '"';
   if (*log_job) {
     n += snprintf(line + n, size - (size_t)n, ",\"job\":\"");
@@ -136,43 +148,67 @@ static int format_json(char *line, size_t size, kg_log_level_t level, const stru
     line[n++] = '"';
     if (log_partition >= 0) n += snprintf(line + n, size - (size_t)n, ",\"partition\":%d", (int)log_partition);
   }
+  if (status >= 0) n += snprintf(line + n, size - (size_t)n, ",\"exit_status\":%d", status);
   line[n++] = '}';
   return n;
 }
 
-void kg_log(kg_log_level_t level, const char *fmt, ...) {
+static void write_line(const char *line, size_t n);
+
+/* A log line of LEVEL: text after PREFIX ("" for a timestamped log line, else the line is PREFIX and the message
+ * alone), or JSON with STATUS (see format_json). */
+static void vlog(kg_log_level_t level, const char *prefix, int status, const char *fmt, va_list ap) {
   static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
-  if (level < log_level) return;
   char line[8192];
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   int n;
-  va_list ap;
-  va_start(ap, fmt);
   if (log_format == KG_LOG_FORMAT_JSON) {
     char msg[6144];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    n = format_json(line, sizeof line - 2, level, &ts, msg);
+    n = format_json(line, sizeof line - 2, level, &ts, msg, status);
   } else {
-    struct tm tm;
-    localtime_r(&ts.tv_sec, &tm);
-    n = (int)strftime(line, sizeof line, "%Y-%m-%d %H:%M:%S", &tm);
-    n += snprintf(line + n, sizeof line - (size_t)n, ".%03ld %s ", ts.tv_nsec / 1000000, names[level]);
+    if (*prefix) {
+      n = snprintf(line, sizeof line, "%s", prefix);
+    } else {
+      struct tm tm;
+      localtime_r(&ts.tv_sec, &tm);
+      n = (int)strftime(line, sizeof line, "%Y-%m-%d %H:%M:%S", &tm);
+      n += snprintf(line + n, sizeof line - (size_t)n, ".%03ld %s ", ts.tv_nsec / 1000000, names[level]);
+    }
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     if (m < 0) m = 0;
     n += m;
   }
-  va_end(ap);
   if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
   line[n++] = '\n';
   line[n] = '\0';
+  write_line(line, (size_t)n);
+}
+
+void kg_log(kg_log_level_t level, const char *fmt, ...) {
+  if (level < log_level) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(level, "", -1, fmt, ap);
+  va_end(ap);
+}
+
+void kg_log_say(kg_log_level_t level, const char *prefix, int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(level, prefix, status, fmt, ap);
+  va_end(ap);
+}
+
+static void write_line(const char *line, size_t n) {
   pthread_mutex_lock(&log_mutex);
   if (status_lines) fprintf(stderr, "\033[%dF\033[J", status_lines); /* lift the status block off */
-  fwrite(line, 1, (size_t)n, stderr);
+  fwrite(line, 1, n, stderr);
   if (status_lines) fputs(status_text, stderr); /* and put it back below the new line */
   fflush(stderr);
   if (log_file) {
-    fwrite(line, 1, (size_t)n, log_file);
+    fwrite(line, 1, n, log_file);
     fflush(log_file);
   }
   pthread_mutex_unlock(&log_mutex);
@@ -366,8 +402,28 @@ void kg_crash_point(const char *name) {
   pthread_once(&crash_once, crash_init);
   if (!crash_point || strcmp(crash_point, name)) return;
   if (atomic_fetch_add(&crash_count, 1) + 1 == crash_hit) {
-    fprintf(stderr, "kingest: KINGEST_CRASH_AT=%s:%ld: killing the process\n", name, crash_hit);
+    kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_CRASH_AT=%s:%ld: killing the process", name, crash_hit);
     kill(getpid(), SIGKILL);
+  }
+}
+
+void kg_test_hooks_warn(void) {
+  static const struct {
+    const char *name, *what;
+  } hooks[] = {
+      {"KINGEST_CRASH_AT", "the process kills itself (SIGKILL) at a crash point"},
+      {"KINGEST_FAULT", "steps of the commit fail on purpose"},
+      {"KINGEST_POWERCUT", "the local file system is behind a simulated power loss"},
+      {"KINGEST_KAFKA_FAULT", "Kafka queries of the planning fail on purpose"},
+      {"KINGEST_MAP_CRASH_AT", "the first attempt of each Hadoop map kills itself at a crash point"},
+  };
+  static atomic_bool warned;
+  if (atomic_exchange(&warned, true)) return;
+  for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
+    const char *value = getenv(hooks[i].name);
+    if (value && *value)
+      KG_WARN("Test hook %s=%s is set: %s; not for production use (docs/testing.md)", hooks[i].name, value,
+              hooks[i].what);
   }
 }
 
@@ -410,13 +466,95 @@ bool kg_fault(const char *point) {
   for (size_t i = 0; i < nfaults; i++) {
     if (strcmp(faults[i].point, name)) continue;
     if (atomic_fetch_add(&faults[i].count, 1) + 1 != faults[i].hit) return false;
-    fprintf(stderr, "kingest: KINGEST_FAULT=%s:%ld: failing here\n", name, faults[i].hit);
+    kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_FAULT=%s:%ld: failing here", name, faults[i].hit);
     return true;
   }
   return false;
 }
 
 static volatile sig_atomic_t stop_signal;
+
+/* Appends S to the line at *N of SIZE bytes, as the inside of a JSON string when ESCAPE: async-signal-safe. */
+static void put(char *line, size_t size, size_t *n, const char *s, bool escape) {
+  for (; *s && *n + 7 < size; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (escape && (c == '"' || c == '\\')) {
+      line[(*n)++] = '\\';
+      line[(*n)++] = (char)c;
+    } else if (escape && c < 0x20) {
+      static const char hex[] = "0123456789abcdef";
+      const char u[] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+      put(line, size, n, u, false);
+    } else {
+      line[(*n)++] = (char)c;
+    }
+  }
+}
+
+/* Appends V as NDIGITS decimal digits: async-signal-safe. */
+static void put_number(char *line, size_t size, size_t *n, long v, int ndigits) {
+  char digits[24];
+  for (int i = ndigits - 1; i >= 0; i--, v /= 10)
+    digits[i] = (char)('0' + v % 10);
+  digits[ndigits] = '\0';
+  put(line, size, n, digits, false);
+}
+
+/* The notice of a stop signal SIG, in the log's format, written with one write(2): only async-signal-safe calls
+ * (the JSON line's time is worked out by hand, as gmtime is not safe in a handler). */
+static void stop_notice(int sig) {
+  const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+  static const char what[] = ": finishing the batches in hand and committing what was completely written (signal "
+                             "again to stop at once)";
+  char line[1024];
+  size_t n = 0;
+  if (log_format != KG_LOG_FORMAT_JSON) {
+    put(line, sizeof line, &n, "kingest: stopping on ", false);
+    put(line, sizeof line, &n, name, false);
+    put(line, sizeof line, &n, what, false);
+  } else {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    /* Days since 1970-01-01 to a civil date (Howard Hinnant's days_from_civil, inverted). */
+    long days = (long)(ts.tv_sec / 86400), secs = (long)(ts.tv_sec % 86400);
+    long z = days + 719468, era = z / 146097, doe = z - era * 146097;
+    long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+    long d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9, y = yoe + era * 400 + (m <= 2);
+    put(line, sizeof line, &n, "{\"time\":\"", false);
+    put_number(line, sizeof line, &n, y, 4);
+    put(line, sizeof line, &n, "-", false);
+    put_number(line, sizeof line, &n, m, 2);
+    put(line, sizeof line, &n, "-", false);
+    put_number(line, sizeof line, &n, d, 2);
+    put(line, sizeof line, &n, "T", false);
+    put_number(line, sizeof line, &n, secs / 3600, 2);
+    put(line, sizeof line, &n, ":", false);
+    put_number(line, sizeof line, &n, secs / 60 % 60, 2);
+    put(line, sizeof line, &n, ":", false);
+    put_number(line, sizeof line, &n, secs % 60, 2);
+    put(line, sizeof line, &n, ".", false);
+    put_number(line, sizeof line, &n, ts.tv_nsec / 1000000, 3);
+    put(line, sizeof line, &n, "Z\",\"level\":\"WARN\",\"message\":\"stopping on ", false);
+    put(line, sizeof line, &n, name, false);
+    put(line, sizeof line, &n, what, false);
+    put(line, sizeof line, &n, "\"", false);
+    if (*log_job) {
+      put(line, sizeof line, &n, ",\"job\":\"", false);
+      put(line, sizeof line, &n, log_job, true);
+      put(line, sizeof line, &n, "\",\"job_id\":\"", false);
+      put(line, sizeof line, &n, log_job_id, true);
+      put(line, sizeof line, &n, "\"", false);
+    }
+    put(line, sizeof line, &n, ",\"signal\":\"", false);
+    put(line, sizeof line, &n, name, false);
+    put(line, sizeof line, &n, "\"}", false);
+  }
+  line[n++] = '\n';
+  ssize_t ignored = write(STDERR_FILENO, line, n);
+  if (log_file) ignored = write(fileno(log_file), line, n); /* each log line is flushed: nothing is buffered */
+  (void)ignored;
+}
 
 /* Async-signal-safe: the first signal is noted (the run polls it); a second one takes the default action, which
  * ends the process, as a user pressing Ctrl-C twice expects. */
@@ -427,10 +565,7 @@ static void on_stop_signal(int sig) {
     return;
   }
   stop_signal = sig;
-  static const char msg[] = "kingest: stopping: finishing the batches in hand and committing what was completely "
-                            "written (signal again to stop at once)\n";
-  ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
-  (void)ignored;
+  stop_notice(sig);
 }
 
 void kg_stop_install(void) {

@@ -14,6 +14,7 @@
 #include "json.h"
 #include "partition.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -91,6 +92,7 @@ static int set_pushgateway_url(kg_config_t *c, const kg_property_t *p, const cha
 static int set_source(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
 static int set_partitioner(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                            char *errbuf);
+static int set_brokers(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
 
 /* Rows are read in this order, so when a job has several bad values, the first row's error is the one
  * reported. job.name comes first: the job's identity is checked before the work dir that roots the paths. */
@@ -123,8 +125,10 @@ static const kg_property_t properties[] = {
     {.name = "kafka.brokers",
      .type = KG_PROP_STRING,
      .required = "comma-separated host:port list",
-     KG_FIELD(brokers),
-     .doc = "Comma-separated `host:port` list of the Kafka brokers."},
+     .set = set_brokers,
+     .doc = "Comma-separated `host:port` list of the Kafka brokers: a host name, an IPv4 address or an IPv6 address in "
+            "brackets (`[::1]:9092`), a port from 1 to 65535 (9092 when left out), and optionally librdkafka's "
+            "`PLAINTEXT://`, `SSL://`, `SASL_PLAINTEXT://` or `SASL_SSL://` before it."},
     {.name = "topic.whitelist",
      .type = KG_PROP_STRING,
      .def = "",
@@ -181,7 +185,10 @@ static const kg_property_t properties[] = {
      KG_FIELD(metadata_timeout_ms),
      .doc = "Longest wait for the brokers to answer a metadata or offset query. Errors that may pass (a leader moving "
             "or not yet elected, a topic just created, a broker not answering) are retried with a short backoff until "
-            "this is used up; then the run fails, naming the last error and the time spent."},
+            "this is used up; then the run fails, naming the last error, the brokers' last connection errors and the "
+            "time spent, except that a partition still without offsets then (no leader) is skipped for the run, "
+            "which is `PARTIAL`, when others were answered. Brokers that are all refused, not resolved or refuse the "
+            "TLS handshake or the login fail the run in about a second, naming the cause."},
     {.name = "kafka.fetch.timeout.ms",
      .type = KG_PROP_INT,
      .def = "30000",
@@ -628,8 +635,9 @@ static const kg_property_t properties[] = {
      .type = KG_PROP_BOOL,
      .def = "false",
      KG_FIELD(fail_on_partial),
-     .doc = "A run that committed but whose fetch errors stopped partitions short of their high watermark exits with "
-            "status 4 instead of 0 (it is `PARTIAL` in the history either way)."},
+     .doc = "A run that committed but whose fetch errors stopped partitions short of their high watermark, or that "
+            "left out partitions the brokers gave no offsets for, exits with status 4 instead of 0 (it is `PARTIAL` "
+            "in the history either way)."},
 
     /* Tasks. */
     {.name = "mr.job.max.mappers",
@@ -1118,6 +1126,88 @@ static int set_prom_file(kg_config_t *c, const kg_property_t *p, const char *key
   }
   c->prom_file = n ? absolute(value) : kg_xstrdup("");
   free(value);
+  return KG_OK;
+}
+
+/* Why ENTRY (LEN bytes) of kafka.brokers is not [protocol://]host[:port], or NULL when it is. */
+static const char *broker_entry_error(const char *entry, size_t len) {
+  static const char *const protocols[] = {"plaintext://", "ssl://", "sasl_plaintext://", "sasl_ssl://"};
+  const char *sep = memmem(entry, len, "://", 3);
+  if (sep) {
+    bool known = false;
+    for (size_t i = 0; i < sizeof protocols / sizeof protocols[0] && !known; i++)
+      known =
+          (size_t)(sep + 3 - entry) == strlen(protocols[i]) && !strncasecmp(entry, protocols[i], strlen(protocols[i]));
+    if (!known) return "unknown protocol: expected PLAINTEXT://, SSL://, SASL_PLAINTEXT:// or SASL_SSL://";
+    len -= (size_t)(sep + 3 - entry);
+    entry = sep + 3;
+  }
+  const char *end = entry + len, *port = NULL, *host_end;
+  if (len && entry[0] == '[') {
+    const char *close = memchr(entry, ']', len);
+    if (!close || close == entry + 1) return "an IPv6 address needs its closing bracket: [::1]:9092";
+    bool zone = false; /* after %: an interface name, as fe80::1%eth0 */
+    for (const char *q = entry + 1; q < close; q++) {
+      zone |= *q == '%';
+      if (!strchr("0123456789abcdefABCDEF:.%", *q) && !(zone && (isalnum((unsigned char)*q) || *q == '_' || *q == '-')))
+        return "not an IPv6 address inside the brackets";
+    }
+    host_end = close + 1;
+    if (host_end < end && *host_end != ':') return "expected :port after the IPv6 address";
+    if (host_end < end) port = host_end + 1;
+  } else {
+    const char *colon = memchr(entry, ':', len);
+    if (colon && memchr(colon + 1, ':', (size_t)(end - colon - 1)))
+      return "an IPv6 address goes in brackets, with the port after them: [::1]:9092";
+    host_end = colon ? colon : end;
+    if (host_end == entry) return "no host before the port";
+    for (const char *q = entry; q < host_end; q++)
+      if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '-' ||
+            *q == '.' || *q == '_'))
+        return "a host name has letters, digits, '-', '.' and '_' only";
+    if (colon) port = colon + 1;
+  }
+  if (port) {
+    if (port == end) return "no port after the colon";
+    long value = 0;
+    for (const char *q = port; q < end; q++) {
+      if (*q < '0' || *q > '9') return "invalid port: expected a number from 1 to 65535";
+      if ((value = value * 10 + (*q - '0')) > 65535) break;
+    }
+    if (value < 1 || value > 65535) return "invalid port: expected a number from 1 to 65535";
+  }
+  return NULL;
+}
+
+/* kafka.brokers: every comma-separated entry [protocol://]host[:port], spaces around it allowed (librdkafka reads a
+ * bad port such as 9092x as 9092, and a run would then wait for a broker that was never meant). */
+static int set_brokers(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf) {
+  (void)p;
+  char *value = v->s;
+  size_t entries = 0;
+  for (const char *e = value; *e;) {
+    e += strspn(e, ", \t");
+    if (!*e) break;
+    size_t len = strcspn(e, ",");
+    while (len && (e[len - 1] == ' ' || e[len - 1] == '\t'))
+      len--;
+    const char *why = broker_entry_error(e, len);
+    if (why) {
+      kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s: entry '%.*s' is not host:port: %s", origin_of(c->props, key), key,
+              value, (int)len, e, why);
+      free(value);
+      return KG_EINVAL;
+    }
+    entries++;
+    e += len;
+  }
+  if (!entries) {
+    kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s names no broker: expected a comma-separated host:port list",
+            origin_of(c->props, key), key, value);
+    free(value);
+    return KG_EINVAL;
+  }
+  c->brokers = value;
   return KG_OK;
 }
 

@@ -91,8 +91,7 @@ static void stop_run(kg_watchdog_t *w, kg_task_t *t, int64_t elapsed) {
   kg_run_counts_t none = {0};
   if (x->state && kg_state_run_end(x->state, x->job_id, kg_now_ms(), &none, "FAILED", msg, err)) KG_WARN("%s", err);
   if (kg_fs_remove_tree(x->fs, x->job_dir, err)) KG_WARN("%s", err);
-  fprintf(stderr, "kingest: %s\n", msg);
-  fflush(stderr);
+  kg_log_say(KG_LOG_ERROR, "kingest: ", 1, "%s", msg);
   _exit(1);
 }
 

@@ -168,7 +168,7 @@ static int path_depth_cmp(const void *a, const void *b) {
 
 static void rm_rf(const char *path) {
   char *cmd = kg_xasprintf("rm -rf -- '%s'", path); /* paths made by the engine: no quote in them */
-  if (system(cmd) != 0) fprintf(stderr, "kingest: KINGEST_POWERCUT: cannot remove %s\n", path);
+  if (system(cmd) != 0) kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot remove %s", path);
   free(cmd);
 }
 
@@ -184,7 +184,8 @@ static void log_op(const char *what, const char *path) {
 /* The power goes: every folder back to its durable entries, every file to its durable bytes and a torn part of
  * the rest, then the process ends at once. */
 static _Noreturn void power_loss(const char *what, const char *path) {
-  fprintf(stderr, "kingest: KINGEST_POWERCUT=%ld: power lost before %s %s\n", cut_at, what, path ? path : "-");
+  kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT=%ld: power lost before %s %s", cut_at, what,
+             path ? path : "-");
   qsort(dirs, ndirs, sizeof *dirs, path_depth_cmp);
   /* 1. Entries that were durable and are gone come back (from where the file or folder is now). */
   for (size_t i = 0; i < ndirs; i++) {
@@ -200,14 +201,15 @@ static _Noreturn void power_loss(const char *what, const char *path) {
       dir_t *sub = dir_by_ino(d->durable[k].ino);
       struct stat now;
       if (f && lstat(f->path, &now) == 0 && now.st_ino == f->ino) {
-        if (link(f->path, at) != 0) fprintf(stderr, "kingest: KINGEST_POWERCUT: cannot bring back %s: %s\n", at, strerror(errno));
+        if (link(f->path, at) != 0)
+          kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot bring back %s: %s", at, strerror(errno));
       } else if (sub && lstat(sub->path, &now) == 0 && now.st_ino == sub->ino) {
         if (rename(sub->path, at) != 0)
-          fprintf(stderr, "kingest: KINGEST_POWERCUT: cannot bring back %s: %s\n", at, strerror(errno));
+          kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot bring back %s: %s", at, strerror(errno));
         else
           moved(sub->path, at);
       } else {
-        fprintf(stderr, "kingest: KINGEST_POWERCUT: cannot bring back %s: not found\n", at);
+        kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot bring back %s: not found", at);
       }
       free(at);
     }
@@ -220,7 +222,7 @@ static _Noreturn void power_loss(const char *what, const char *path) {
     rng = rng * 6364136223846793005UL + 1442695040888963407UL;
     off_t keep = files[i].durable_len + (off_t)((rng >> 33) % (unsigned long)(st.st_size - files[i].durable_len + 1));
     if (truncate(files[i].path, keep) != 0)
-      fprintf(stderr, "kingest: KINGEST_POWERCUT: cannot cut %s: %s\n", files[i].path, strerror(errno));
+      kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot cut %s: %s", files[i].path, strerror(errno));
   }
   /* 3. Entries made since the last sync of their folder go, trash included. */
   for (size_t i = 0; i < ndirs; i++) {

@@ -43,6 +43,7 @@ typedef struct {
   kg_fs_t *pub_fs;               /* the final folder's (data.publisher.fs.uri): FS itself when they are the same */
   kg_publish_t publish;          /* what the commit moves files with */
   const kg_writer_ops_t *writer; /* the output format (writer.builder.class, writer.output.format) */
+  char partial[512];             /* why a committed run is PARTIAL, for its history; "" when it is not */
 } kg_job_t;
 
 /* Packs the work units into tasks, runs them and merges what they did. Returns the first failed task's error
@@ -113,9 +114,10 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
 }
 
 /* How a committed run ended: partitions a fetch error stopped short were committed up to where they got, and are
- * named so that a scheduler's log shows the run was partial (the next run goes on from there); a stop signal that
- * ended a partition early makes the run STOPPED (one that came later changes nothing). */
-static kg_outcome_t outcome_of(const kg_job_t *job) {
+ * named so that a scheduler's log shows the run was partial (the next run goes on from there), as are partitions
+ * the brokers gave no offsets for, which were not pulled and keep their stored offsets; a stop signal that ended a
+ * partition early makes the run STOPPED (one that came later changes nothing). */
+static kg_outcome_t outcome_of(kg_job_t *job) {
   kg_buf_t behind = {0};
   size_t nbehind = 0;
   bool stopped = false;
@@ -134,6 +136,18 @@ static kg_outcome_t outcome_of(const kg_job_t *job) {
     KG_WARN("%zu partitions stopped short of their high watermark after fetch errors (the next run goes on from "
             "there): %s%s",
             nbehind, behind.data, nbehind > 10 ? ", ..." : "");
+    snprintf(job->partial, sizeof job->partial, "%zu partitions stopped short after fetch errors: %s%s", nbehind,
+             behind.data, nbehind > 10 ? ", ..." : "");
+    outcome = KG_OUTCOME_PARTIAL;
+  }
+  if (job->plan.nunanswered) {
+    KG_WARN("%zu partitions were not pulled: the brokers gave no offsets for them within kafka.metadata.timeout.ms "
+            "(they keep their stored offsets; the next run tries again): %s%s",
+            job->plan.nunanswered, job->plan.unanswered, job->plan.nunanswered > 10 ? ", ..." : "");
+    size_t used = strlen(job->partial);
+    snprintf(job->partial + used, sizeof job->partial - used,
+             "%s%zu partitions not pulled, the brokers gave no offsets: %s%s", used ? "; " : "", job->plan.nunanswered,
+             job->plan.unanswered, job->plan.nunanswered > 10 ? ", ..." : "");
     outcome = KG_OUTCOME_PARTIAL;
   }
   kg_buf_free(&behind);
@@ -235,7 +249,10 @@ static void report(kg_job_t *job, kg_state_t *state, bool recorded, int rc, kg_o
   if (state && recorded) {
     kg_run_counts_t counts = kg_report_counts(&job->metrics, job->tasks, job->ntasks);
     if (kg_state_run_end(state, job->job_id, job->report.end_ms, &counts, rc ? "FAILED" : outcomes[outcome],
-                         rc ? error : stopped, err))
+                         rc                              ? error
+                         : outcome == KG_OUTCOME_PARTIAL ? job->partial
+                                                         : stopped,
+                         err))
       KG_WARN("%s", err);
   }
   char tombstones[80] = ""; /* Avro topics' deleted records: named only where there were some */
@@ -309,6 +326,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
     } else {
       rc = commit(&job, state, errbuf);
       if (!rc) *outcome = outcome_of(&job);
+      if (!rc && *outcome == KG_OUTCOME_PARTIAL) snprintf(errbuf, KG_ERRLEN, "%s", job.partial);
     }
   }
 

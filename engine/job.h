@@ -9,14 +9,16 @@
 /* How a run that returned KG_OK ended. */
 typedef enum {
   KG_OUTCOME_SUCCESSFUL = 0, /* every partition reached its high watermark (or an extract limit stopped it) */
-  KG_OUTCOME_PARTIAL,        /* committed, but fetch errors stopped some partitions short of their high watermark */
+  KG_OUTCOME_PARTIAL,        /* committed, but fetch errors stopped some partitions short of their high watermark, or
+                                the brokers gave no offsets for some, which were not pulled */
   KG_OUTCOME_STOPPED,        /* SIGTERM or SIGINT: what was completely written is committed, the rest waits */
 } kg_outcome_t;
 
 /* Runs the job. Returns KG_OK when every step succeeded and the commit is done, with *OUTCOME saying how it
- * ended; otherwise an error with one line in ERRBUF, and the stored offsets and published output as they were
- * before the run. KG_ELOCKED when another run holds the job lock; KG_EBUDGET when a task failed because more
- * records failed in the script than task.skip.error.records or decode.error.max.ratio allow. */
+ * ended (for a PARTIAL run, which partitions and why in ERRBUF); otherwise an error with one line in ERRBUF, and the
+ * stored offsets and published output as they were before the run. KG_ELOCKED when another run holds the job lock;
+ * KG_EBUDGET when a task failed because more records failed in the script than task.skip.error.records or
+ * decode.error.max.ratio allow. */
 int kg_job_run(const kg_config_t *config, kg_outcome_t *outcome, char *errbuf);
 
 /* The checks a run makes of its job before it takes the lock or reaches a broker, a file system or the schema

@@ -18,6 +18,7 @@
 #include "kafka.h"
 
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +38,25 @@
 #define KG_BATCH_BYTES (1 << 20)
 #define KG_FIRST_BATCH 64
 
+/* The connection errors of one broker, as librdkafka's threads log them (see log_cb). */
+#define KG_MAX_BROKERS 32
+typedef struct {
+  char name[160];   /* librdkafka's name of the broker: host:port/bootstrap for a kafka.brokers entry */
+  char cause[384];  /* its last connection error, without librdkafka's "(after N ms in state ...)" */
+  const char *kind; /* what the error says for certain (connection refused, ...), or NULL: it may pass */
+  int count;        /* connection errors so far */
+} kg_broker_error_t;
+
 struct kg_kafka {
   rd_kafka_t *rk;
   int64_t metadata_timeout_ms;
   char *brokers;
+  int64_t created_ms;   /* monotonic */
+  int nbootstrap;       /* distinct entries of kafka.brokers */
+  bool reached;         /* a query was answered: from now on, a broker's connection errors may be a restart */
+  pthread_mutex_t lock; /* guards what follows, which librdkafka's broker threads write */
+  kg_broker_error_t broker_errors[KG_MAX_BROKERS];
+  int nbroker_errors;
   /* The partition being fetched. */
   rd_kafka_topic_t *rkt;
   int32_t partition;
@@ -59,10 +75,152 @@ struct kg_kafka {
   double avg_len;      /* the partition's average payload bytes a record, as batches showed it; 0: none yet */
 };
 
+/* What a connection error of librdkafka says for certain, from its text (its FAIL log lines: "Connect to
+ * ipv4#127.0.0.1:1 failed: Connection refused", "Failed to resolve 'nohost:9092': Name or service not known",
+ * "SSL handshake failed: ...", "SASL authentication error: ..."), or NULL for one that may pass (a timeout, a
+ * broker that closed the connection). */
+static const char *error_kind(const char *cause) {
+  static const struct {
+    const char *text, *kind;
+  } kinds[] = {{"Connection refused", "connection refused"},
+               {"Failed to resolve", "the host name does not resolve"},
+               {"No route to host", "no route to host"},
+               {"Network is unreachable", "network unreachable"},
+               {"SSL handshake failed", "TLS handshake failed"},
+               {"certificate verify failed", "TLS certificate not trusted"},
+               {"SASL authentication error", "authentication failed"},
+               {"Authentication failed", "authentication failed"}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (strstr(cause, kinds[i].text)) return kinds[i].kind;
+  return NULL;
+}
+
+/* Notes a connection error that librdkafka logged as BUF ("[thrd:NAME]: NAME: cause (after 0ms in state
+ * CONNECT)") for the broker it names. */
+static void note_broker_error(kg_kafka_t *k, const char *buf) {
+  if (strncmp(buf, "[thrd:", 6)) return;
+  const char *name = buf + 6, *end = strstr(name, "]: ");
+  if (!end || end - name >= (int)sizeof k->broker_errors[0].name) return;
+  size_t nlen = (size_t)(end - name);
+  const char *cause = end + 3;
+  if (!strncmp(cause, name, nlen) && !strncmp(cause + nlen, ": ", 2)) cause += nlen + 2;
+  const char *after = strstr(cause, " (after ");
+  size_t clen = after ? (size_t)(after - cause) : strlen(cause);
+  pthread_mutex_lock(&k->lock);
+  int i = 0;
+  while (i < k->nbroker_errors &&
+         (strlen(k->broker_errors[i].name) != nlen || strncmp(k->broker_errors[i].name, name, nlen)))
+    i++;
+  if (i < KG_MAX_BROKERS) {
+    kg_broker_error_t *e = &k->broker_errors[i];
+    if (i == k->nbroker_errors) {
+      k->nbroker_errors++;
+      snprintf(e->name, sizeof e->name, "%.*s", (int)nlen, name);
+    }
+    snprintf(e->cause, sizeof e->cause, "%.*s", (int)clen, cause);
+    e->kind = error_kind(e->cause);
+    e->count++;
+  }
+  pthread_mutex_unlock(&k->lock);
+}
+
 /* librdkafka's own log lines go to the engine's log at DEBUG: connection errors are reported once, as a
- * clear error, by the operation that needed the broker. */
+ * clear error, by the operation that needed the broker, with the cause they give (note_broker_error). */
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+  (void)level;
+  kg_kafka_t *k = rd_kafka_opaque(rk);
+  if (k && !strcmp(fac, "FAIL")) note_broker_error(k, buf);
   KG_DEBUG("librdkafka %s: %s", fac, buf);
+}
+
+/* A broker's name for the log: without the protocol and librdkafka's "/bootstrap" or "/<id>". */
+static void broker_label(const char *name, char *out, size_t size) {
+  const char *p = strstr(name, "://");
+  p = p ? p + 3 : name;
+  const char *slash = strrchr(p, '/');
+  snprintf(out, size, "%.*s", (int)(slash ? slash - p : (ptrdiff_t)strlen(p)), p);
+}
+
+/* What the brokers' connection errors so far say: how many kafka.brokers entries failed for certain (see
+ * error_kind) and how many for a reason that may pass, and the fewest connection attempts of those that failed for
+ * certain. */
+typedef struct {
+  int definite, indefinite, fewest;
+} kg_broker_tally_t;
+
+static kg_broker_tally_t broker_tally(kg_kafka_t *k) {
+  kg_broker_tally_t t = {0, 0, 0};
+  pthread_mutex_lock(&k->lock);
+  for (int i = 0; i < k->nbroker_errors; i++) {
+    const kg_broker_error_t *e = &k->broker_errors[i];
+    size_t len = strlen(e->name);
+    if (len <= 10 || strcmp(e->name + len - 10, "/bootstrap")) continue;
+    if (!e->kind) {
+      t.indefinite++;
+      continue;
+    }
+    t.definite++;
+    if (!t.fewest || e->count < t.fewest) t.fewest = e->count;
+  }
+  pthread_mutex_unlock(&k->lock);
+  return t;
+}
+
+/* The brokers' last connection errors, as "host:port: what (cause); ..." into OUT, or "" when none was logged. */
+static void broker_errors(kg_kafka_t *k, char *out, size_t size) {
+  *out = '\0';
+  size_t used = 0;
+  pthread_mutex_lock(&k->lock);
+  for (int i = 0; i < k->nbroker_errors && used + 1 < size; i++) {
+    const kg_broker_error_t *e = &k->broker_errors[i];
+    char label[160];
+    broker_label(e->name, label, sizeof label);
+    const char *sep = used ? "; " : "";
+    int n = e->kind ? snprintf(out + used, size - used, "%s%s: %s (%s)", sep, label, e->kind, e->cause)
+                    : snprintf(out + used, size - used, "%s%s: %s", sep, label, e->cause);
+    if (n < 0) break;
+    used += (size_t)n < size - used ? (size_t)n : size - used - 1;
+  }
+  pthread_mutex_unlock(&k->lock);
+}
+
+/* A client that has not reached any broker yet gives up early when every kafka.brokers entry has failed for a
+ * reason that will not pass by waiting (refused, not resolved, a TLS or authentication failure): after
+ * KG_GIVE_UP_ATTEMPTS connection attempts of each, or KG_GIVE_UP_MS after the client was made, whichever comes
+ * first. librdkafka tries again about once a second, so a refused connection is reported in about a second.
+ * To see those errors in time, a query waits at most KG_PROBE_MS at first, and again only while every entry that
+ * failed failed so (librdkafka tries one entry at a time), for KG_PROBE_FOR_MS at most. A broker that accepts the
+ * connection but answers slowly (a far broker, a proxy) gets no such error, and the queries that follow wait as
+ * long as the metadata timeout allows. */
+#define KG_GIVE_UP_ATTEMPTS 3
+#define KG_GIVE_UP_MS       1000
+#define KG_PROBE_MS         250
+#define KG_PROBE_FOR_MS     4000
+
+/* Whether the brokers cannot be reached, for certain (see above): then the message into ERRBUF. */
+static bool unreachable(kg_kafka_t *k, char *errbuf) {
+  if (k->reached) return false;
+  kg_broker_tally_t t = broker_tally(k);
+  if (k->nbootstrap <= 0 || t.indefinite || t.definite < k->nbootstrap) return false;
+  int64_t ms = kg_mono_ms() - k->created_ms;
+  if (t.fewest < KG_GIVE_UP_ATTEMPTS && ms < KG_GIVE_UP_MS) return false;
+  char causes[KG_ERRLEN / 2];
+  broker_errors(k, causes, sizeof causes);
+  kg_fail(errbuf, KG_EKAFKA, "cannot reach Kafka at kafka.brokers=%s: %s (%d connection attempt%s in %lld ms)",
+          k->brokers, causes, t.fewest, t.fewest == 1 ? "" : "s", (long long)ms);
+  return true;
+}
+
+/* How long attempt ATTEMPT (from 1) of a query may wait, LEFT ms being left of its time (see KG_PROBE_MS). */
+static int query_wait(kg_kafka_t *k, int64_t left, int attempt) {
+  if (left <= 0) return 1;
+  bool probing = false;
+  if (!k->reached && kg_mono_ms() - k->created_ms < KG_PROBE_FOR_MS) {
+    kg_broker_tally_t t = broker_tally(k);
+    probing = attempt == 1 || (t.definite > 0 && !t.indefinite);
+  }
+  if (probing && left > KG_PROBE_MS) return KG_PROBE_MS;
+  return left > INT32_MAX ? INT32_MAX : (int)left;
 }
 
 static int set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errbuf) {
@@ -117,6 +275,21 @@ int kg_kafka_check_config(const kg_config_t *config, char *errbuf) {
   return rc;
 }
 
+/* The distinct entries of a kafka.brokers list: librdkafka makes one bootstrap broker of each. */
+static int count_entries(const char *brokers) {
+  char *copy = kg_xstrdup(brokers), *save = NULL;
+  const char *seen[KG_MAX_BROKERS];
+  int n = 0;
+  for (char *e = strtok_r(copy, ", \t", &save); e && n < KG_MAX_BROKERS; e = strtok_r(NULL, ", \t", &save)) {
+    bool dup = false;
+    for (int i = 0; i < n && !dup; i++)
+      dup = !strcmp(seen[i], e);
+    if (!dup) seen[n++] = e;
+  }
+  free(copy);
+  return n;
+}
+
 int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   *out = NULL;
   rd_kafka_conf_t *conf = NULL;
@@ -132,13 +305,19 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   value_size = sizeof value;
   if (rd_kafka_conf_get(conf, "queued.max.messages.kbytes", value, &value_size) == RD_KAFKA_CONF_OK)
     kg_parse_int64(value, &max_kbytes);
+  kg_kafka_t *k = kg_xcalloc(1, sizeof *k);
+  pthread_mutex_init(&k->lock, NULL);
+  k->created_ms = kg_mono_ms();
+  k->nbootstrap = count_entries(config->brokers);
+  rd_kafka_conf_set_opaque(conf, k); /* for log_cb, from the client's first connection on */
   char err[512];
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (!rk) {
     rd_kafka_conf_destroy(conf);
+    pthread_mutex_destroy(&k->lock);
+    free(k);
     return kg_fail(errbuf, KG_EKAFKA, "cannot create a Kafka client for kafka.brokers=%s: %s", config->brokers, err);
   }
-  kg_kafka_t *k = kg_xcalloc(1, sizeof *k);
   k->rk = rk;
   k->metadata_timeout_ms = config->metadata_timeout_ms;
   k->brokers = kg_xstrdup(config->brokers);
@@ -160,6 +339,7 @@ void kg_kafka_destroy(kg_kafka_t *k) {
   kg_kafka_fetch_stop(k);
   free(k->msgs);
   rd_kafka_destroy(k->rk);
+  pthread_mutex_destroy(&k->lock);
   free(k->brokers);
   free(k);
 }
@@ -199,19 +379,29 @@ static bool retriable(rd_kafka_resp_err_t err) {
   }
 }
 
-/* Fault injection for the tests: KINGEST_KAFKA_FAULT=<query>:<ERROR_NAME>:<n> makes the first N answers to QUERY
- * (metadata, offsets) the librdkafka error ERROR_NAME (as rd_kafka_get_err_descs names it, e.g.
+/* Fault injection for the tests: KINGEST_KAFKA_FAULT=<query>:<ERROR_NAME>:<n>[:<topic>:<partition>] makes the first N
+ * answers to QUERY (metadata, offsets) the librdkafka error ERROR_NAME (as rd_kafka_get_err_descs names it, e.g.
  * NOT_LEADER_FOR_PARTITION), for the whole query and, for offsets, every partition in it: what a broker in the
- * middle of a leader change answers. Planning runs on one thread, so the count needs no lock. */
-static rd_kafka_resp_err_t injected_fault(const char *query) {
+ * middle of a leader change answers. With a topic and partition (offsets only), that partition alone gets the error
+ * (and the query with it, as librdkafka answers): a partition without a leader among healthy ones. Planning runs on
+ * one thread, so the count needs no lock. *TOPIC (of *TOPIC_LEN bytes) and *PARTITION are the partition, or NULL. */
+static rd_kafka_resp_err_t injected_fault(const char *query, const char **topic, size_t *topic_len,
+                                          int32_t *partition) {
   static int used[2];
   const char *spec = getenv("KINGEST_KAFKA_FAULT");
+  if (topic) *topic = NULL;
   size_t qlen = strlen(query);
   if (!spec || strncmp(spec, query, qlen) || spec[qlen] != ':') return RD_KAFKA_RESP_ERR_NO_ERROR;
   const char *name = spec + qlen + 1, *colon = strchr(name, ':');
   if (!colon) return RD_KAFKA_RESP_ERR_NO_ERROR;
   int *count = &used[!strcmp(query, "offsets")];
   if (*count >= atoi(colon + 1)) return RD_KAFKA_RESP_ERR_NO_ERROR;
+  const char *where = strchr(colon + 1, ':'), *pcolon = where ? strrchr(where + 1, ':') : NULL;
+  if (topic && where && pcolon) {
+    *topic = where + 1;
+    *topic_len = (size_t)(pcolon - where - 1);
+    *partition = (int32_t)atoi(pcolon + 1);
+  }
   const struct rd_kafka_err_desc *descs;
   size_t n;
   rd_kafka_get_err_descs(&descs, &n);
@@ -254,17 +444,24 @@ int kg_kafka_list_topics(kg_kafka_t *k, kg_topic_meta_t **topics, size_t *count,
   for (;;) {
     int64_t left = deadline - kg_mono_ms();
     attempts++;
-    err = injected_fault("metadata");
-    if (!err) err = rd_kafka_metadata(k->rk, 1, NULL, &md, (int)(left > 0 ? left : 1));
+    int wait = query_wait(k, left, attempts);
+    int64_t asked = kg_mono_ms();
+    err = injected_fault("metadata", NULL, NULL, NULL);
+    if (!err) err = rd_kafka_metadata(k->rk, 1, NULL, &md, wait);
+    if (!err) k->reached = true;
     if (!err || !retriable(err) || kg_mono_ms() >= deadline) break;
+    if (unreachable(k, errbuf)) return KG_EKAFKA;
     KG_DEBUG("Metadata query to kafka.brokers=%s failed (%s); retrying", k->brokers, rd_kafka_err2str(err));
-    backoff(attempts, deadline);
+    if (kg_mono_ms() - asked < wait) backoff(attempts, deadline); /* a query that waited its time needs no pause */
   }
   if (err) {
-    char how[64];
+    char how[64], causes[KG_ERRLEN / 2];
     tried_for(how, sizeof how, attempts, started);
-    return kg_fail(errbuf, KG_EKAFKA, "cannot reach Kafka at kafka.brokers=%s: %s (%s, kafka.metadata.timeout.ms=%lld)",
-                   k->brokers, rd_kafka_err2str(err), how, (long long)k->metadata_timeout_ms);
+    broker_errors(k, causes, sizeof causes);
+    return kg_fail(errbuf, KG_EKAFKA,
+                   "cannot reach Kafka at kafka.brokers=%s: %s%s%s (%s, kafka.metadata.timeout.ms=%lld)", k->brokers,
+                   rd_kafka_err2str(err), *causes ? "; the brokers' last connection errors: " : "", causes, how,
+                   (long long)k->metadata_timeout_ms);
   }
   kg_topic_meta_t *out = kg_xcalloc((size_t)md->topic_cnt, sizeof *out);
   size_t n = 0;
@@ -310,15 +507,17 @@ int kg_kafka_offsets(kg_kafka_t *k, const char *topic, int32_t partition, int64_
 /* One ListOffsets query for every partition: WHICH is RD_KAFKA_OFFSET_BEGINNING or RD_KAFKA_OFFSET_END,
  * which offsets_for_times sends as the special timestamps -2 and -1. librdkafka answers a partition error (its
  * leader moved, say) with that error for the whole query as well as for the partition, so the partitions with a
- * retriable error are asked again, alone, until DEADLINE (monotonic ms); a partition still failing then fails the
- * query with its last error. */
+ * retriable error are asked again, alone, until DEADLINE (monotonic ms). A partition still failing then with an error
+ * of its own (no leader, say), while others were answered, gets that error in ERRORS (the run skips it); when none
+ * was answered, or the error cannot pass, the query fails with it. Partitions that already have an error in ERRORS
+ * are not asked. */
 static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, size_t n, int64_t which,
                         int64_t started, int64_t deadline, int64_t *out, const char **errors, char *errbuf) {
   rd_kafka_resp_err_t *perr = kg_xcalloc(n, sizeof *perr);
   size_t *pending = kg_xcalloc(n, sizeof *pending);
-  size_t npending = n;
+  size_t npending = 0;
   for (size_t i = 0; i < n; i++)
-    pending[i] = i;
+    if (!errors[i]) pending[npending++] = i;
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
   int attempts = 0;
   while (npending > 0) {
@@ -327,12 +526,26 @@ static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t 
     for (size_t j = 0; j < npending; j++)
       rd_kafka_topic_partition_list_add(list, topics[pending[j]], partitions[pending[j]])->offset = which;
     int64_t left = deadline - kg_mono_ms();
-    err = injected_fault("offsets");
-    if (err) {
+    int wait = query_wait(k, left, attempts);
+    int64_t asked = kg_mono_ms();
+    const char *fault_topic = NULL;
+    size_t fault_topic_len = 0;
+    int32_t fault_partition = -1;
+    err = injected_fault("offsets", &fault_topic, &fault_topic_len, &fault_partition);
+    if (err && !fault_topic) {
       for (int j = 0; j < list->cnt; j++)
         list->elems[j].err = err;
     } else {
-      err = rd_kafka_offsets_for_times(k->rk, list, (int)(left > 0 ? left : 1));
+      rd_kafka_resp_err_t fault = err;
+      err = rd_kafka_offsets_for_times(k->rk, list, wait);
+      for (int j = 0; fault && j < list->cnt; j++) {
+        rd_kafka_topic_partition_t *tp = &list->elems[j];
+        if (tp->partition != fault_partition || strlen(tp->topic) != fault_topic_len ||
+            strncmp(tp->topic, fault_topic, fault_topic_len))
+          continue;
+        tp->err = err = fault;
+        tp->offset = RD_KAFKA_OFFSET_INVALID;
+      }
     }
     /* The list keeps the order it was built in. */
     size_t still = 0;
@@ -343,26 +556,44 @@ static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t 
       out[i] = tp->offset;
       if (perr[i] && retriable(perr[i])) pending[still++] = i;
     }
+    bool whole = err && still == npending; /* nothing answered: perhaps no broker at all */
     rd_kafka_topic_partition_list_destroy(list);
     npending = still;
     if (npending == 0 || kg_mono_ms() >= deadline) break;
+    if (whole && unreachable(k, errbuf)) {
+      free(perr);
+      free(pending);
+      return KG_EKAFKA;
+    }
     KG_DEBUG("Offsets of %zu partitions not answered yet (%s); retrying", npending, rd_kafka_err2str(perr[pending[0]]));
-    backoff(attempts, deadline);
+    if (kg_mono_ms() - asked < wait) backoff(attempts, deadline);
   }
+  size_t answered = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!errors[i] && !perr[i]) answered++;
+  if (answered) k->reached = true;
   int rc = KG_OK;
   for (size_t i = 0; i < n && !rc; i++) {
+    if (errors[i]) continue;
     if (!perr[i]) {
-      if (out[i] < 0 && !errors[i]) errors[i] = "no offset returned";
+      if (out[i] < 0) errors[i] = "no offset returned";
       continue;
     }
-    char how[64];
+    if (answered && retriable(perr[i]) && perr[i] != RD_KAFKA_RESP_ERR__TRANSPORT &&
+        perr[i] != RD_KAFKA_RESP_ERR__TIMED_OUT && perr[i] != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+      errors[i] = rd_kafka_err2str(perr[i]); /* a static string */
+      continue;
+    }
+    char how[64], causes[KG_ERRLEN / 2] = "";
     tried_for(how, sizeof how, attempts, started);
+    if (!answered) broker_errors(k, causes, sizeof causes);
+    const char *sep = *causes ? "; the brokers' last connection errors: " : "";
     if (n == 1 || perr[i] != err)
-      rc = kg_fail(errbuf, KG_EKAFKA, "cannot fetch the offsets of partition %s:%d from kafka.brokers=%s: %s (%s)",
-                   topics[i], partitions[i], k->brokers, rd_kafka_err2str(perr[i]), how);
+      rc = kg_fail(errbuf, KG_EKAFKA, "cannot fetch the offsets of partition %s:%d from kafka.brokers=%s: %s%s%s (%s)",
+                   topics[i], partitions[i], k->brokers, rd_kafka_err2str(perr[i]), sep, causes, how);
     else
-      rc = kg_fail(errbuf, KG_EKAFKA, "cannot fetch partition offsets from kafka.brokers=%s: %s (%s; first %s:%d)",
-                   k->brokers, rd_kafka_err2str(perr[i]), how, topics[i], partitions[i]);
+      rc = kg_fail(errbuf, KG_EKAFKA, "cannot fetch partition offsets from kafka.brokers=%s: %s%s%s (%s; first %s:%d)",
+                   k->brokers, rd_kafka_err2str(perr[i]), sep, causes, how, topics[i], partitions[i]);
   }
   free(perr);
   free(pending);

@@ -25,7 +25,9 @@ void kg_kafka_destroy(kg_kafka_t *kafka);
 
 /* Every topic on the cluster, sorted by name. The array and its contents are the caller's, freed with
  * kg_kafka_free_topics. Errors that may pass are retried until the metadata timeout is used up; then it fails
- * with a message naming the brokers, the last error and the time spent. */
+ * with a message naming the brokers, the last error, the brokers' last connection errors and the time spent.
+ * Before any broker answered, brokers that all fail for a reason waiting does not cure (refused, not resolved, TLS,
+ * authentication) fail it in about a second, naming each broker's cause. */
 int kg_kafka_list_topics(kg_kafka_t *kafka, kg_topic_meta_t **topics, size_t *count, char *errbuf);
 void kg_kafka_free_topics(kg_topic_meta_t *topics, size_t count);
 
@@ -37,8 +39,10 @@ int kg_kafka_offsets(kg_kafka_t *kafka, const char *topic, int32_t partition, in
  * per partition). TOPICS[i]/PARTITIONS[i] in; EARLIEST[i]/LATEST[i] out, or ERRORS[i] (a static string,
  * NULL on success) for a partition the broker gave no offset for. Errors the cluster may recover from
  * (a leader moving, a topic just created, a broker not answering) are retried with a short backoff until
- * kafka.metadata.timeout.ms is used up; an error that remains then, or one that cannot be retried, fails the query
- * with a message naming the partition, the error and the time spent. */
+ * kafka.metadata.timeout.ms is used up; a partition still failing then with an error of its own (no leader) while
+ * others were answered gets it in ERRORS; an error that remains for every partition, or one that cannot be
+ * retried, fails the query with a message naming the partition, the error and the time spent. Unreachable brokers
+ * fail it early, as kg_kafka_list_topics. */
 int kg_kafka_offsets_bulk(kg_kafka_t *kafka, const char *const *topics, const int32_t *partitions, size_t n,
                           int64_t *earliest, int64_t *latest, const char **errors, char *errbuf);
 

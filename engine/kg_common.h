@@ -36,6 +36,11 @@ typedef enum { KG_LOG_DEBUG = 0, KG_LOG_INFO, KG_LOG_WARN, KG_LOG_ERROR } kg_log
  * (and to a log file when one is set). Thread-safe: each line is written with one call. */
 void kg_log(kg_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kg_log_set_level(kg_log_level_t level);
+/* Writes one line on stderr (and the log file) whatever the log level: in the text format PREFIX and the message
+ * ("kingest: " for a command's final error), in the JSON format a log line of LEVEL, with "exit_status":STATUS
+ * when STATUS >= 0 (the line a failing command ends with). */
+void kg_log_say(kg_log_level_t level, const char *prefix, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Also append every line to PATH (NULL stops). Returns KG_OK or KG_EIO. */
 int kg_log_set_file(const char *path);
 
@@ -68,8 +73,8 @@ void kg_log_line_raw(const char *prefix, const char *text);
 /* Formats into an error buffer of KG_ERRLEN bytes; returns ERR so callers can `return kg_fail(...)`. */
 int kg_fail(char *errbuf, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* A named point where the crash tests may kill the process (KINGEST_CRASH_AT=<point>[:<n>]); a no-op
- * otherwise. Points: fetch, write, task-output, journaled, publish, finish, recover. */
+/* A named point where the crash tests may kill the process (KINGEST_CRASH_AT=<point>[:<n>], docs/testing.md); a
+ * no-op otherwise. Points: fetch, write, task-output, journaled, publish, finish, recover, map. */
 void kg_crash_point(const char *name);
 
 /* Failure injection for tests (KINGEST_FAULT=<point>[:<n>][,<point>[:<n>]...]): true at the n-th time (default
@@ -79,6 +84,10 @@ void kg_crash_point(const char *name);
  * an interrupted commit), state.<step>.busy and state.<step>.full for the commit journal's steps journal, finish
  * (also when finishing an interrupted commit) and abort (state.c). */
 bool kg_fault(const char *point);
+/* Logs a WARN for each test hook set in the environment (KINGEST_CRASH_AT, KINGEST_FAULT, KINGEST_POWERCUT,
+ * KINGEST_KAFKA_FAULT, KINGEST_MAP_CRASH_AT; docs/testing.md), naming it and its value. Once per process: the
+ * first call does it, later ones do nothing. */
+void kg_test_hooks_warn(void);
 /* Names the scope of the calling thread's next faults: kg_fault("dirsync") in scope "publish" is the point
  * publish.dirsync; NULL ends the scope. */
 void kg_fault_scope(const char *scope);

@@ -450,6 +450,29 @@ static const char *full_job_file(lua_State *L, const char *msg) {
   return msg;
 }
 
+/* What a frame of a traceback is: the engine's runtime (gobblin/runtime.lua, which calls the job's hooks), a C
+ * function, the Lua library (the rest of lua/gobblin: converters, sources, and the code it generates, such as an
+ * Avro schema's encoder, which is no file), or the job's own code (a file outside lua/gobblin). */
+typedef enum { FRAME_RUNTIME, FRAME_C, FRAME_LIBRARY, FRAME_JOB } frame_kind_t;
+
+static frame_kind_t frame_kind(const lua_Debug *ar) {
+  if (!strcmp(ar->what, "C")) return FRAME_C;
+  if (ar->source[0] != '@') return FRAME_LIBRARY;
+  const char *dir = lua_dir();
+  size_t n = strlen(dir);
+  if (strncmp(ar->source + 1, dir, n) || ar->source[1 + n] != '/') return FRAME_JOB;
+  return !strcmp(ar->source + 2 + n, "gobblin/runtime.lua") ? FRAME_RUNTIME : FRAME_LIBRARY;
+}
+
+#define KG_TRACEBACK_FRAMES 20
+
+/* The message handler of every call into Lua: the error message, then the stack, the script's frames first, as
+ * "\tjob.lua:21 (decodeRecord)". The frame the runtime called (the hook) is named by what the runtime ran: the
+ * first upvalue, a string or a function returning one (the processor's stage: decodeRecord, converter N,
+ * partition), so that a hook whose frame a tail call replaced is still named (a tail call leaves no frame, and
+ * the frame that replaced it carries the name the runtime called it by). The frame of error() itself and the
+ * runtime's frames (after the script's) say nothing the message does not; when the stack holds nothing else (a
+ * syntax error in the job file, a check of the runtime), the message goes alone. */
 static int traceback(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (!msg) {
@@ -460,15 +483,83 @@ static int traceback(lua_State *L) {
   /* A string function given a record view (string.find(rec, ...)) says only "got cdata". */
   if (strstr(msg, "(string expected, got cdata)"))
     msg = lua_pushfstring(L, "%s: " KG_RECORD_NOT_A_STRING "call rec:value() for the payload", msg);
-  luaL_traceback(L, L, msg, 1);
+  /* The hook's name. */
+  char hook[64] = "";
+  if (lua_type(L, lua_upvalueindex(1)) == LUA_TSTRING) {
+    snprintf(hook, sizeof hook, "%s", lua_tostring(L, lua_upvalueindex(1)));
+  } else if (lua_isfunction(L, lua_upvalueindex(1))) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    if (lua_pcall(L, 0, 1, 0) == 0 && lua_isstring(L, -1)) snprintf(hook, sizeof hook, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  /* The frames, from the one that raised the error out. */
+  lua_Debug frames[KG_TRACEBACK_FRAMES];
+  frame_kind_t kinds[KG_TRACEBACK_FRAMES];
+  int n = 0, entry = -1, first_runtime = -1;
+  bool more = false, script = false;
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    if (n == KG_TRACEBACK_FRAMES) {
+      more = true;
+      break;
+    }
+    frames[n] = ar;
+    lua_getinfo(L, "Sln", &frames[n]);
+    kinds[n] = frame_kind(&frames[n]);
+    if (n == 0 && kinds[n] == FRAME_C && frames[n].name &&
+        (!strcmp(frames[n].name, "error") || !strcmp(frames[n].name, "assert")))
+      continue; /* error() itself */
+    if (kinds[n] == FRAME_RUNTIME && first_runtime < 0) first_runtime = n;
+    if ((kinds[n] == FRAME_JOB || kinds[n] == FRAME_LIBRARY) && first_runtime < 0) entry = n;
+    script |= kinds[n] == FRAME_JOB || kinds[n] == FRAME_LIBRARY;
+    n++;
+  }
+  if (!script) {
+    lua_pushstring(L, msg);
+    return 1;
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, msg);
+  luaL_addstring(&b, "\nstack traceback:");
+  for (int i = 0; i < n; i++) {
+    const lua_Debug *ar = &frames[i];
+    char line[512];
+    if (kinds[i] == FRAME_C) {
+      snprintf(line, sizeof line, "\n\t[C] (%s)", ar->name ? ar->name : "?");
+    } else {
+      char name[160];
+      if (i == entry && *hook)
+        snprintf(name, sizeof name, "%s", hook);
+      else if (!strcmp(ar->what, "main"))
+        snprintf(name, sizeof name, "main chunk");
+      else if (kinds[i] == FRAME_RUNTIME)
+        snprintf(name, sizeof name, "kingest runtime");
+      else if (ar->name)
+        snprintf(name, sizeof name, "%s", ar->name);
+      else
+        snprintf(name, sizeof name, "function at line %d", ar->linedefined);
+      /* The job file by the path it was given (short_src may be cut short). */
+      const char *src = ar->source[0] == '@' ? ar->source + 1 : ar->short_src;
+      snprintf(line, sizeof line, "\n\t%s:%d (%s)", src, ar->currentline, name);
+    }
+    luaL_addstring(&b, line);
+  }
+  if (more) luaL_addstring(&b, "\n\t...");
+  luaL_pushresult(&b);
   return 1;
 }
 
 /* Calls the function on top of the stack with NARGS arguments below it, protected, with a traceback in
- * ERRBUF on failure. Returns KG_OK or KG_ELUA. Leaves NRESULTS results on success. */
-static int protected_call(lua_State *L, int nargs, int nresults, char *errbuf) {
-  int base = lua_gettop(L) - nargs;
-  lua_pushcfunction(L, traceback);
+ * ERRBUF on failure (see traceback; HOOK names the hook the call runs: a string or a function on top of the stack
+ * when HOOK is true, which is taken off). Returns KG_OK or KG_ELUA. Leaves NRESULTS results on success. */
+static int protected_call_hook(lua_State *L, int nargs, int nresults, bool hook, char *errbuf) {
+  if (hook) {
+    lua_pushcclosure(L, traceback, 1);
+  } else {
+    lua_pushcfunction(L, traceback);
+  }
+  int base = lua_gettop(L) - nargs - 1;
   lua_insert(L, base);
   int rc = lua_pcall(L, nargs, nresults, base);
   lua_remove(L, base);
@@ -478,6 +569,10 @@ static int protected_call(lua_State *L, int nargs, int nresults, char *errbuf) {
     return KG_ELUA;
   }
   return KG_OK;
+}
+
+static int protected_call(lua_State *L, int nargs, int nresults, char *errbuf) {
+  return protected_call_hook(L, nargs, nresults, false, errbuf);
 }
 
 /* A new state for JOB_FILE (NULL: none) with gobblin.runtime loaded and on top of its stack: the one place
@@ -733,7 +828,8 @@ int kg_lua_job_estimate(const char *job_file, const kg_workunit_t *units, size_t
       lua_pushnil(L);
     }
     char err[KG_ERRLEN];
-    if (protected_call(L, 2, 1, err)) {
+    lua_pushliteral(L, "estimateSize");
+    if (protected_call_hook(L, 2, 1, true, err)) {
       rc = kg_fail(errbuf, KG_ELUA, "estimateSize failed for partition %s:%d: %s", wu->topic, wu->partition, err);
       break;
     }
@@ -821,7 +917,8 @@ int kg_lua_process(kg_lua_t *lua, kg_batch_t *batch, char *errbuf) {
   }
   lua_rawgeti(lua->L, LUA_REGISTRYINDEX, lua->process_ref);
   lua_pushlightuserdata(lua->L, batch);
-  return protected_call(lua->L, 1, 0, errbuf);
+  lua_rawgeti(lua->L, LUA_REGISTRYINDEX, lua->stage_ref);
+  return protected_call_hook(lua->L, 1, 0, true, errbuf);
 }
 
 static void interrupt_hook(lua_State *L, lua_Debug *ar) {

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "mapreduce.h"
 #include "state.h"
 #include "tryout.h"
+#include "workunit.h"
 
 /* Exit statuses (README, "Exit codes"). */
 enum {
@@ -27,18 +29,24 @@ enum {
   KG_EXIT_PARTIAL = 4, /* job.fail.on.partial=true and fetch errors stopped partitions short */
   KG_EXIT_BUDGET = 5,  /* more records failed in the script than the error budget allows: offsets did not move */
   KG_EXIT_STOPPED = 6, /* SIGTERM or SIGINT: what was completely written is committed, the rest waits */
+  KG_EXIT_NOINPUT = EX_NOINPUT, /* 66: the job file cannot be read; nothing was done */
+  KG_EXIT_CONFIG = EX_CONFIG,   /* 78: the job is not valid (kingest validate says why); nothing was done */
 };
 
 #define KG_EXIT_TABLE                                                                                                  \
   "Exit status:\n"                                                                                                     \
   "  0  success: every partition was pulled to its high watermark and committed\n"                                     \
-  "  1  failure: a bad job file, a failed task or commit; what failed is not committed\n"                              \
+  "  1  failure: a failed task or commit, brokers or a file system that cannot be reached; what failed is not\n"       \
+  "     committed\n"                                                                                                   \
   "  2  bad usage of the command line\n"                                                                               \
   "  3  another run of the job holds its lock; nothing was done\n"                                                     \
-  "  4  partial: fetch errors stopped partitions short (only with job.fail.on.partial=true; otherwise 0)\n"            \
+  "  4  partial: fetch errors stopped partitions short, or the brokers gave no offsets for some, which were not\n"     \
+  "     pulled (only with job.fail.on.partial=true; otherwise 0)\n"                                                    \
   "  5  over the error budget: more records failed in the script than task.skip.error.records or\n"                    \
   "     decode.error.max.ratio allow; no offset of the failed task moved\n"                                            \
-  "  6  stopped by SIGTERM or SIGINT: what was completely written is committed, the next run goes on from there\n"
+  "  6  stopped by SIGTERM or SIGINT: what was completely written is committed, the next run goes on from there\n"     \
+  "  66  the job file cannot be read; nothing was done\n"                                                              \
+  "  78  the job is not valid (kingest validate says why); nothing was done\n"
 
 static const char *usage_main =
     "Usage: kingest <command> [options]\n"
@@ -233,14 +241,39 @@ static const char *usage_version =
     "\n"
     "Prints the version: kingest <version>.\n";
 
-/* Prints the error as one line on stderr; a multi-line message (a traceback) goes to the log first. */
+/* Prints the error as one line on stderr, "kingest: MSG", and returns STATUS; a multi-line message (a traceback)
+ * goes to the log first. In the JSON log format, one log line of level ERROR with the whole message and the exit
+ * status. */
 static int fail(int status, const char *msg) {
-  const char *nl = strchr(msg, '\n');
-  if (nl) {
+  const char *nl = strchr(msg, '\n'), *tb = strstr(msg, "\nstack traceback:\n");
+  if (kg_log_get_format() == KG_LOG_FORMAT_JSON) {
+    kg_log_say(KG_LOG_ERROR, "kingest: ", status, "%s", msg); /* the traceback in a field of its own */
+  } else if (tb && tb == nl) {
+    /* A script error: its traceback above, the message once, as the last line. */
+    KG_ERROR("stack traceback of the error below (the script's frames first):%s", tb + 17);
+    kg_log_say(KG_LOG_ERROR, "kingest: ", status, "%.*s", (int)(nl - msg), msg);
+  } else if (nl) {
     KG_ERROR("%s", msg);
-    fprintf(stderr, "kingest: %.*s\n", (int)(nl - msg), msg);
+    kg_log_say(KG_LOG_ERROR, "kingest: ", status, "%.*s", (int)(nl - msg), msg);
   } else {
-    fprintf(stderr, "kingest: %s\n", msg);
+    kg_log_say(KG_LOG_ERROR, "kingest: ", status, "%s", msg);
+  }
+  return status;
+}
+
+/* A usage error: "kingest: <message>" and USAGE (may be NULL) on stderr, or in the JSON log format one log line
+ * pointing to --help. Returns STATUS. */
+static int usage_error(int status, const char *usage, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int usage_error(int status, const char *usage, const char *fmt, ...) {
+  char msg[KG_ERRLEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (kg_log_get_format() == KG_LOG_FORMAT_JSON) {
+    kg_log_say(KG_LOG_ERROR, "kingest: ", status, "%s%s", msg, usage ? " (see --help)" : "");
+  } else {
+    fprintf(stderr, "kingest: %s\n%s", msg, usage ? usage : "");
   }
   return status;
 }
@@ -332,14 +365,21 @@ static const char *closest_option(const char *name, unsigned mask) {
  * bad usage (message printed). --log-level, --log-file and --log-format take effect at once. */
 static int parse_args(int argc, char **argv, int first, unsigned mask, kg_args_t *a, const char *usage) {
   memset(a, 0, sizeof *a);
+  /* --log-format first, wherever it is, so that every error about the command line is in its format. */
+  for (int i = first; i < argc && (mask & OPT_BIT(OPT_LOG_FORMAT)) && strcmp(argv[i], "--"); i++) {
+    const char *f = !strncmp(argv[i], "--log-format=", 13)             ? argv[i] + 13
+                    : !strcmp(argv[i], "--log-format") && i + 1 < argc ? argv[i + 1]
+                                                                       : NULL;
+    if (f && !strcmp(f, "json")) kg_log_set_format(KG_LOG_FORMAT_JSON);
+    if (f && !strcmp(f, "text")) kg_log_set_format(KG_LOG_FORMAT_TEXT);
+  }
   bool options_done = false;
   for (int i = first; i < argc; i++) {
     const char *arg = argv[i];
     /* "-", and "-N" (set-offset's relative offset), are arguments */
     if (options_done || arg[0] != '-' || !arg[1] || (arg[1] >= '0' && arg[1] <= '9')) {
       if (a->npositional == 4) {
-        fprintf(stderr, "kingest: too many arguments\n%s", usage);
-        return 2;
+        return usage_error(2, usage, "too many arguments");
       }
       a->positional[a->npositional++] = arg;
       continue;
@@ -366,17 +406,16 @@ static int parse_args(int argc, char **argv, int first, unsigned mask, kg_args_t
       char *name = kg_xstrndup(arg, name_len);
       const char *near = arg[1] == '-' ? closest_option(name, mask) : NULL;
       if (near)
-        fprintf(stderr, "kingest: unknown option %s; did you mean %s?\n%s", name, near, usage);
+        usage_error(2, usage, "unknown option %s; did you mean %s?", name, near);
       else
-        fprintf(stderr, "kingest: unknown option %s\n%s", name, usage);
+        usage_error(2, usage, "unknown option %s", name);
       free(name);
       return 2;
     }
     const char *v;
     if (!options[found].takes_value) {
       if (eq) {
-        fprintf(stderr, "kingest: option %s takes no value\n%s", options[found].name, usage);
-        return 2;
+        return usage_error(2, usage, "option %s takes no value", options[found].name);
       }
       v = "";
     } else if (eq) {
@@ -384,13 +423,9 @@ static int parse_args(int argc, char **argv, int first, unsigned mask, kg_args_t
     } else if (i + 1 < argc) {
       v = argv[++i];
     } else {
-      fprintf(stderr, "kingest: option %s needs a value\n%s", options[found].name, usage);
-      return 2;
+      return usage_error(2, usage, "option %s needs a value", options[found].name);
     }
-    if (options[found].takes_value && !*v) {
-      fprintf(stderr, "kingest: option %s needs a value\n%s", options[found].name, usage);
-      return 2;
-    }
+    if (options[found].takes_value && !*v) return usage_error(2, usage, "option %s needs a value", options[found].name);
     a->values[found] = v;
   }
   const char *level = value(a, OPT_LOG_LEVEL);
@@ -400,8 +435,7 @@ static int parse_args(int argc, char **argv, int first, unsigned mask, kg_args_t
     for (int i = 0; i < 4; i++)
       if (!strcasecmp(level, levels[i])) found = i;
     if (found < 0) {
-      fprintf(stderr, "kingest: invalid --log-level %s: allowed values are debug, info, warn, error\n", level);
-      return 2;
+      return usage_error(2, NULL, "invalid --log-level %s: allowed values are debug, info, warn, error", level);
     }
     kg_log_set_level((kg_log_level_t)found);
   }
@@ -412,29 +446,55 @@ static int parse_args(int argc, char **argv, int first, unsigned mask, kg_args_t
     else if (!strcmp(format, "text"))
       kg_log_set_format(KG_LOG_FORMAT_TEXT);
     else {
-      fprintf(stderr, "kingest: invalid --log-format %s: allowed values are text, json\n", format);
-      return 2;
+      return usage_error(2, NULL, "invalid --log-format %s: allowed values are text, json", format);
     }
   }
   const char *log_file = value(a, OPT_LOG_FILE);
   if (log_file && kg_log_set_file(log_file)) {
-    fprintf(stderr, "kingest: cannot open log file %s\n", log_file);
-    return 2;
+    return usage_error(2, NULL, "cannot open log file %s: %s", log_file, strerror(errno));
   }
   return 0;
 }
 
 /* Loads and validates the job file. STRICT (--strict) sets job.strict=true, whatever the file says. The job's
- * log.format applies from here on, unless --log-format said otherwise. */
+ * log.format applies from here on (from before its properties are checked, so that their errors are in it too),
+ * unless --log-format said otherwise. */
 static int load_config(const char *job_file, const kg_args_t *a, kg_config_t **config, char *err) {
   kg_props_t *props = NULL;
   bool is_lua = false;
   int rc = kg_jobfile_load(job_file, &props, &is_lua, err);
   if (rc) return rc;
+  const char *format = kg_props_get(props, "log.format");
+  if (format && !has(a, OPT_LOG_FORMAT)) {
+    char f[16];
+    snprintf(f, sizeof f, "%s", format);
+    if (!strcasecmp(kg_strtrim(f), "json")) kg_log_set_format(KG_LOG_FORMAT_JSON);
+  }
   if (has(a, OPT_STRICT)) kg_props_set(props, "job.strict", "true", "--strict");
   rc = kg_config_new(props, job_file, is_lua, value(a, OPT_WORK_DIR), config, err);
   if (!rc && !has(a, OPT_LOG_FORMAT)) kg_log_set_format((kg_log_format_t)(*config)->log_format);
+  if (!rc) kg_test_hooks_warn();
   return rc;
+}
+
+/* Loads JOB for run and plan: KG_EXIT_NOINPUT when the file cannot be read, KG_EXIT_CONFIG when the job is not
+ * valid, as validate finds it (the message printed), else 0 with *CONFIG. */
+static int load_job(const char *job, const kg_args_t *a, kg_config_t **config) {
+  char err[KG_ERRLEN] = "";
+  *config = NULL;
+  FILE *f = fopen(job, "r");
+  if (!f || (fgetc(f) == EOF && ferror(f))) {
+    snprintf(err, sizeof err, "%s: cannot read job file: %s", job, strerror(errno));
+    if (f) fclose(f);
+    return fail(KG_EXIT_NOINPUT, err);
+  }
+  fclose(f);
+  int rc = load_config(job, a, config, err);
+  if (!rc) rc = kg_job_check(*config, NULL, err);
+  if (!rc) return 0;
+  kg_config_destroy(*config);
+  *config = NULL;
+  return fail(KG_EXIT_CONFIG, err);
 }
 
 static int cmd_run(int argc, char **argv) {
@@ -442,12 +502,11 @@ static int cmd_run(int argc, char **argv) {
   int prc = parse_args(argc, argv, 2, OPTS_RUN, &a, usage_run);
   if (prc) return prc == 1 ? 0 : 2;
   if (a.npositional != 1) {
-    fprintf(stderr, "kingest: run needs one job file\n%s", usage_run);
-    return 2;
+    return usage_error(2, usage_run, "run needs one job file");
   }
   char err[KG_ERRLEN] = "";
   kg_config_t *config = NULL;
-  if (load_config(a.positional[0], &a, &config, err)) return fail(KG_EXIT_FAILED, err);
+  if ((prc = load_job(a.positional[0], &a, &config))) return prc;
   kg_stop_install();
   kg_outcome_t outcome = KG_OUTCOME_SUCCESSFUL;
   int rc = kg_job_run(config, &outcome, err);
@@ -458,9 +517,9 @@ static int cmd_run(int argc, char **argv) {
   if (rc) return fail(KG_EXIT_FAILED, err);
   if (outcome == KG_OUTCOME_STOPPED) return KG_EXIT_STOPPED;
   if (outcome == KG_OUTCOME_PARTIAL && fail_on_partial) {
-    fprintf(stderr, "kingest: the run was partial: fetch errors stopped partitions short of their high watermark "
-                    "(job.fail.on.partial=true)\n");
-    return KG_EXIT_PARTIAL;
+    char msg[KG_ERRLEN + 64];
+    snprintf(msg, sizeof msg, "the run was partial (job.fail.on.partial=true): %s", err);
+    return fail(KG_EXIT_PARTIAL, msg);
   }
   return KG_EXIT_OK;
 }
@@ -470,8 +529,7 @@ static int cmd_run_task(int argc, char **argv) {
   int prc = parse_args(argc, argv, 2, OPTS_RUN_TASK, &a, usage_run_task);
   if (prc) return prc == 1 ? 0 : 2;
   if (a.npositional != 1) {
-    fprintf(stderr, "kingest: run-task needs one job file\n%s", usage_run_task);
-    return 2;
+    return usage_error(2, usage_run_task, "run-task needs one job file");
   }
   char err[KG_ERRLEN] = "";
   kg_config_t *config = NULL;
@@ -493,12 +551,11 @@ static int cmd_plan(int argc, char **argv) {
   int prc = parse_args(argc, argv, 2, OPTS_PLAN, &a, usage_plan);
   if (prc) return prc == 1 ? 0 : 2;
   if (a.npositional != 1) {
-    fprintf(stderr, "kingest: plan needs one job file\n%s", usage_plan);
-    return 2;
+    return usage_error(2, usage_plan, "plan needs one job file");
   }
   char err[KG_ERRLEN] = "";
   kg_config_t *config = NULL;
-  if (load_config(a.positional[0], &a, &config, err)) return fail(1, err);
+  if ((prc = load_job(a.positional[0], &a, &config))) return prc;
   int rc = kg_job_plan(config, has(&a, OPT_JSON), stdout, err);
   kg_config_destroy(config);
   return rc ? fail(1, err) : 0;
@@ -530,8 +587,7 @@ static int cmd_validate(int argc, char **argv) {
   int rc = parse_args(argc, argv, 2, OPTS_VALIDATE, &a, usage_validate);
   if (rc) return rc == 1 ? 0 : EX_USAGE;
   if (a.npositional != 1) {
-    fprintf(stderr, "kingest: validate needs one job file\n%s", usage_validate);
-    return EX_USAGE;
+    return usage_error(EX_USAGE, usage_validate, "validate needs one job file");
   }
   kg_config_t *config = NULL;
   if ((rc = load_for_tryout(a.positional[0], &a, &config))) return rc;
@@ -546,32 +602,27 @@ static int cmd_test(int argc, char **argv) {
   int rc = parse_args(argc, argv, 2, OPTS_TEST, &a, usage_test);
   if (rc) return rc == 1 ? 0 : EX_USAGE;
   if (a.npositional != 1) {
-    fprintf(stderr, "kingest: test needs one job file\n%s", usage_test);
-    return EX_USAGE;
+    return usage_error(EX_USAGE, usage_test, "test needs one job file");
   }
   const char *v[5] = {value(&a, OPT_TOPIC), value(&a, OPT_PARTITION), value(&a, OPT_FORMAT),
                       value(&a, OPT_KEY_SEPARATOR), value(&a, OPT_TIMESTAMP)};
   kg_tryout_options_t o = {.topic = v[0], .in = stdin, .out = stdout, .err = stderr, .timestamp = kg_now_ms()};
   int64_t n;
   if (v[1] && (!kg_parse_int64(v[1], &n) || n < 0 || n > INT32_MAX)) {
-    fprintf(stderr, "kingest: invalid --partition %s: expected a whole number from 0 to %d\n", v[1], INT32_MAX);
-    return EX_USAGE;
+    return usage_error(EX_USAGE, NULL, "invalid --partition %s: expected a whole number from 0 to %d", v[1], INT32_MAX);
   }
   o.partition = v[1] ? (int32_t)n : 0;
   if (v[2] && strcmp(v[2], "lines") && strcmp(v[2], "length-prefixed")) {
-    fprintf(stderr, "kingest: invalid --format %s: expected lines or length-prefixed\n", v[2]);
-    return EX_USAGE;
+    return usage_error(EX_USAGE, NULL, "invalid --format %s: expected lines or length-prefixed", v[2]);
   }
   o.format = v[2] && !strcmp(v[2], "length-prefixed") ? KG_TRYOUT_LENGTH_PREFIXED : KG_TRYOUT_LINES;
   if (v[3] && (!*v[3] || o.format != KG_TRYOUT_LINES)) {
-    fprintf(stderr, "kingest: --key-separator %s: %s\n", *v[3] ? "is for --format lines" : "needs a separator",
-            "a record's key is what comes before it on its line");
-    return EX_USAGE;
+    return usage_error(EX_USAGE, NULL, "--key-separator %s: %s", *v[3] ? "is for --format lines" : "needs a separator",
+                       "a record's key is what comes before it on its line");
   }
   o.key_separator = v[3];
   if (v[4] && (!kg_parse_int64(v[4], &o.timestamp) || o.timestamp < 0)) {
-    fprintf(stderr, "kingest: invalid --timestamp %s: expected milliseconds since the epoch\n", v[4]);
-    return EX_USAGE;
+    return usage_error(EX_USAGE, NULL, "invalid --timestamp %s: expected milliseconds since the epoch", v[4]);
   }
   kg_config_t *config = NULL;
   if ((rc = load_for_tryout(a.positional[0], &a, &config))) return rc;
@@ -579,8 +630,7 @@ static int cmd_test(int argc, char **argv) {
   char *topic = NULL;
   if (!o.topic && kg_tryout_default_topic(config, &topic, err)) {
     kg_config_destroy(config);
-    fprintf(stderr, "kingest: %s\n%s", err, usage_test);
-    return EX_USAGE;
+    return usage_error(EX_USAGE, usage_test, "%s", err);
   }
   if (!o.topic) o.topic = topic;
   rc = kg_tryout_test(config, &o, err);
@@ -842,6 +892,61 @@ static bool parse_time_ms(const char *s, int64_t *out) {
   return true;
 }
 
+/* Checks that TOPIC:PARTITION is on the brokers KAFKA talks to, so that set-offset answers at once for one that
+ * is not (a broker asked for its offsets would be retried until kafka.metadata.timeout.ms): a missing topic is
+ * named with the nearest of the job's selected topics, else of the broker's; a missing partition with the topic's
+ * partitions. A topic the job does not select is logged at WARN: its offset is stored, but no run pulls it. */
+static int check_partition(const kg_job_ref_t *r, kg_kafka_t *kafka, const char *topic, int32_t partition, char *err) {
+  kg_topic_meta_t *topics = NULL;
+  size_t ntopics = 0;
+  int rc = kg_kafka_list_topics(kafka, &topics, &ntopics, err);
+  if (rc) return rc;
+  kg_topic_filter_t *filter = NULL;
+  char ferr[KG_ERRLEN];
+  if (kg_topic_filter_new(r->config->topic_whitelist, r->config->topic_blacklist, &filter, ferr)) filter = NULL;
+  const kg_topic_meta_t *found = NULL;
+  const char **selected = kg_xcalloc(ntopics ? ntopics : 1, sizeof(char *)),
+             **all = kg_xcalloc(ntopics ? ntopics : 1, sizeof(char *));
+  size_t nselected = 0;
+  for (size_t i = 0; i < ntopics; i++) {
+    all[i] = topics[i].name;
+    if (!strcmp(topics[i].name, topic)) found = &topics[i];
+    if (filter && kg_topic_filter_match(filter, topics[i].name)) selected[nselected++] = topics[i].name;
+  }
+  if (!found) {
+    const char *near = kg_topic_nearest(topic, selected, nselected);
+    bool of_job = near != NULL;
+    if (!near) near = kg_topic_nearest(topic, all, ntopics);
+    if (near)
+      rc = kg_fail(err, KG_ENOTFOUND, "topic %s is not on the broker (kafka.brokers=%s); did you mean %s%s?", topic,
+                   r->config->brokers, near, of_job ? ", which the job pulls" : "");
+    else
+      rc = kg_fail(err, KG_ENOTFOUND, "topic %s is not on the broker (kafka.brokers=%s, %zu topic%s%s)", topic,
+                   r->config->brokers, ntopics, ntopics == 1 ? "" : "s",
+                   nselected ? "" : ", none of them selected by the job");
+  } else {
+    bool has = false;
+    for (int32_t p = 0; p < found->partition_count && !has; p++)
+      has = found->partitions[p] == partition;
+    if (!has && found->partition_count > 0 &&
+        found->partitions[found->partition_count - 1] == found->partition_count - 1)
+      rc = kg_fail(err, KG_ENOTFOUND, "topic %s has no partition %d: its partitions are 0 to %d", topic, partition,
+                   found->partition_count - 1);
+    else if (!has)
+      rc = kg_fail(err, KG_ENOTFOUND, "topic %s has no partition %d (it has %d partitions)", topic, partition,
+                   found->partition_count);
+    else if (filter && !kg_topic_filter_match(filter, topic))
+      KG_WARN("Topic %s is not selected by job %s (topic.whitelist, topic.blacklist): the offset is stored, but no run "
+              "pulls the topic",
+              topic, r->job_name);
+  }
+  free(selected);
+  free(all);
+  kg_topic_filter_destroy(filter);
+  kg_kafka_free_topics(topics, ntopics);
+  return rc;
+}
+
 /* The offset set-offset is asked for, from SPEC: N, earliest, latest, @TIME, +N or -N (from the stored offset,
  * HAD_OLD/OLD). Checks it against the broker's range unless FORCE; *RANGE_CHECKED tells whether it was. */
 static int resolve_offset(const kg_job_ref_t *r, const char *topic, int32_t partition, const char *spec, bool had_old,
@@ -889,6 +994,11 @@ static int resolve_offset(const kg_job_ref_t *r, const char *topic, int32_t part
   int32_t ids[1] = {partition};
   char kerr[KG_ERRLEN] = "";
   int rc = kg_kafka_new(r->config, &kafka, kerr);
+  if (!rc && (rc = check_partition(r, kafka, topic, partition, kerr)) == KG_ENOTFOUND) {
+    kg_kafka_destroy(kafka);
+    return kg_fail(err, KG_EINVAL, "cannot set the offset of %s:%d: %s%s", topic, partition, kerr,
+                   needs_broker ? "" : " (--force sets it unchecked)");
+  }
   if (!rc) rc = kg_kafka_offsets_bulk(kafka, topics, ids, 1, &earliest, &latest, errors, kerr);
   if (!rc && errors[0]) rc = kg_fail(kerr, KG_EKAFKA, "%s", errors[0]);
   if (!rc && spec[0] == '@') {
@@ -919,8 +1029,7 @@ static int state_set_offset(const kg_args_t *a, const kg_job_ref_t *r, kg_state_
   char *topic = NULL;
   int32_t partition = 0;
   if (!parse_partition(a->positional[1], &topic, &partition)) {
-    fprintf(stderr, "kingest: invalid partition '%s': expected TOPIC:PARTITION, e.g. events:3\n", a->positional[1]);
-    return 2;
+    return usage_error(2, NULL, "invalid partition '%s': expected TOPIC:PARTITION, e.g. events:3", a->positional[1]);
   }
   /* The offset's form first: a bad one is a usage error, before anything is opened. */
   const char *spec = a->positional[2];
@@ -933,16 +1042,14 @@ static int state_set_offset(const kg_args_t *a, const kg_job_ref_t *r, kg_state_
   if (!form_ok) {
     free(topic);
     if (spec[0] == '@')
-      fprintf(stderr,
-              "kingest: invalid time '%s': expected @ and epoch milliseconds (@1796000000000) or ISO 8601 "
-              "(@2026-11-30T14:05:00Z, @2026-11-30T14:05+01:00, @2026-11-30)\n",
-              spec);
-    else
-      fprintf(stderr,
-              "kingest: invalid offset '%s': expected a whole number >= 0, earliest, latest, @TIME (ISO 8601 or "
-              "epoch ms), +N or -N\n",
-              spec);
-    return 2;
+      return usage_error(2, NULL,
+                         "invalid time '%s': expected @ and epoch milliseconds (@1796000000000) or ISO 8601 "
+                         "(@2026-11-30T14:05:00Z, @2026-11-30T14:05+01:00, @2026-11-30)",
+                         spec);
+    return usage_error(2, NULL,
+                       "invalid offset '%s': expected a whole number >= 0, earliest, latest, @TIME (ISO 8601 or "
+                       "epoch ms), +N or -N",
+                       spec);
   }
   bool dry = has(a, OPT_DRY_RUN);
   int rc = dry ? kg_state_open_readonly(r->state_dir, r->job_name, state, err)
@@ -1009,12 +1116,11 @@ static int state_reset(const kg_args_t *a, const kg_job_ref_t *r, kg_state_t **s
   kg_state_free_partitions(parts, n);
   if (!rc && dry && matching == 0) printf("Nothing to reset in job %s\n", r->job_name);
   if (!rc && !dry && !topic && matching > 0 && !has(a, OPT_YES)) {
-    fprintf(stderr,
-            "kingest: state reset without a topic forgets every stored partition of job %s (%zu): pass --yes to do "
-            "it, or --dry-run to list them\n",
-            r->job_name, matching);
     free(topic);
-    return 2;
+    return usage_error(2, NULL,
+                       "state reset without a topic forgets every stored partition of job %s (%zu): pass --yes to do "
+                       "it, or --dry-run to list them",
+                       r->job_name, matching);
   }
   if (!rc && !dry) rc = lock_for_edit(r, *state, lock, err);
   kg_partition_state_t *removed = NULL;
@@ -1059,13 +1165,11 @@ static int cmd_state(int argc, char **argv) {
   int prc = parse_args(argc, argv, 3, mask, &a, usage_state);
   if (prc) return prc == 1 ? 0 : 2;
   if (a.npositional < min_args || a.npositional > max_args) {
-    fprintf(stderr, "kingest: state %s: wrong number of arguments\n%s", sub, usage_state);
-    return 2;
+    return usage_error(2, usage_state, "state %s: wrong number of arguments", sub);
   }
   int64_t limit = 50;
   if (value(&a, OPT_LIMIT) && (!kg_parse_int64(value(&a, OPT_LIMIT), &limit) || limit < 0 || limit > INT32_MAX)) {
-    fprintf(stderr, "kingest: invalid --limit %s: expected a whole number >= 0\n", value(&a, OPT_LIMIT));
-    return 2;
+    return usage_error(2, NULL, "invalid --limit %s: expected a whole number >= 0", value(&a, OPT_LIMIT));
   }
   char err[KG_ERRLEN] = "";
   kg_job_ref_t r;

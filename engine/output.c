@@ -267,8 +267,18 @@ int kg_outputs_quarantine(kg_outputs_t *run, const kg_workunit_t *wu, const kg_r
   kg_buf_appendf(&line, ",\"partition\":%d,\"offset\":%.0f,\"timestamp\":%.0f,\"stage\":", r->partition, r->offset,
                  r->timestamp);
   kg_json_string(&line, stage);
+  /* The message, and a script error's traceback (lua_bridge.c) in a field of its own, without its header. */
+  static const char header[] = "\nstack traceback:\n";
+  const char *tb = strstr(error, header);
+  char *message = tb ? kg_xstrndup(error, (size_t)(tb - error)) : NULL;
   kg_buf_append(&line, ",\"error\":", 9);
-  kg_json_string(&line, error);
+  kg_json_string(&line, message ? message : error);
+  kg_buf_append(&line, ",\"traceback\":", 13);
+  if (tb)
+    kg_json_string(&line, tb + sizeof header - 1);
+  else
+    kg_buf_append(&line, "null", 4);
+  free(message);
   kg_buf_append(&line, ",\"key_base64\":", 14);
   base64_or_null(&line, r->key_ptr, r->key_len);
   kg_buf_append(&line, ",\"value_base64\":", 16);

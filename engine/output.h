@@ -37,8 +37,8 @@ int kg_outputs_emit_datum(void *ctx, const kg_record_t *record, double time, con
 void kg_outputs_batch_begin(kg_outputs_t *outputs);
 /* Takes back the outputs RECORD wrote before it failed, so that a record's outputs are all or nothing. */
 int kg_outputs_take_back(kg_outputs_t *outputs, const kg_record_t *record, char *errbuf);
-/* decode.error.policy=quarantine: writes RECORD of WU, raw, with the STAGE that failed and its ERROR, as one JSON
- * line to FP/_errors. */
+/* decode.error.policy=quarantine: writes RECORD of WU, raw, with the STAGE that failed and its ERROR (the message
+ * in "error", a script's traceback in "traceback"), as one JSON line to FP/_errors. */
 int kg_outputs_quarantine(kg_outputs_t *outputs, const kg_workunit_t *wu, const kg_record_t *record, const char *stage,
                           const char *error, char *errbuf);
 /* Whether the writer refused an output (KG_ERECORD) since the batch began, or since the last call: the reason in

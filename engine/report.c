@@ -95,7 +95,7 @@ void kg_report_write(kg_report_t *report, const kg_task_t *tasks, size_t ntasks,
 }
 
 void kg_report_failed_records(const kg_task_t *tasks, size_t ntasks) {
-  int64_t skipped = 0, quarantined = 0, deleted = 0, read = 0;
+  int64_t skipped = 0, quarantined = 0, deleted = 0, read = 0, in_failed = 0;
   size_t nparts = 0;
   kg_buf_t parts = {0};
   const char *first = NULL;
@@ -105,25 +105,36 @@ void kg_report_failed_records(const kg_task_t *tasks, size_t ntasks) {
     if (!first && t->result.first_error[0]) first = t->result.first_error;
     for (size_t u = 0; u < t->spec.nunits; u++) {
       const kg_unit_result_t *r = &t->result.units[u];
+      /* A failed task's failed records were neither skipped nor quarantined (task.c): it publishes nothing. */
+      int64_t lost = t->result.succeeded ? 0 : r->decode_errors;
       read += r->records;
-      if (!r->skipped && !r->quarantined && !r->deleted) continue;
+      if (!r->skipped && !r->quarantined && !r->deleted && !lost) continue;
       int64_t s = r->skipped;
       skipped += s;
       quarantined += r->quarantined;
       deleted += r->deleted;
+      in_failed += lost;
       if (nparts++ >= 20) continue;
       kg_buf_appendf(&parts, "%s%s:%d ", parts.len ? ", " : "", t->spec.units[u]->topic, t->spec.units[u]->partition);
       const char *sep = "";
       if (s) kg_buf_appendf(&parts, "%s%lld skipped", sep, (long long)s), sep = " ";
       if (r->quarantined) kg_buf_appendf(&parts, "%s%lld quarantined", sep, (long long)r->quarantined), sep = " ";
+      if (lost) kg_buf_appendf(&parts, "%s%lld failed in a failed task", sep, (long long)lost), sep = " ";
       if (r->deleted) kg_buf_appendf(&parts, "%s%lld deleted before read", sep, (long long)r->deleted);
     }
   }
+  char failed_tasks[160] = "";
+  if (in_failed)
+    snprintf(failed_tasks, sizeof failed_tasks,
+             ", %lld in tasks that failed (those tasks publish nothing, quarantine included, and their offsets do "
+             "not move)",
+             (long long)in_failed);
   if (nparts)
-    KG_WARN("Of %lld records read, %lld failed in the script and were skipped, %lld were quarantined; %lld were "
+    KG_WARN("Of %lld records read, %lld failed in the script: %lld were skipped, %lld were quarantined%s; %lld were "
             "deleted before they were read: %s%s%s%s",
-            (long long)read, (long long)skipped, (long long)quarantined, (long long)deleted, parts.data,
-            nparts > 20 ? ", ..." : "", first ? "; first failure: " : "", first ? first : "");
+            (long long)read, (long long)(skipped + quarantined + in_failed), (long long)skipped, (long long)quarantined,
+            failed_tasks, (long long)deleted, parts.data, nparts > 20 ? ", ..." : "", first ? "; first failure: " : "",
+            first ? first : "");
   kg_buf_free(&parts);
 }
 

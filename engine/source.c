@@ -239,6 +239,11 @@ int kg_source_plan(const kg_config_t *c, kg_state_t *state, kg_plan_t *plan, cha
     if (sel_error[s]) {
       KG_WARN("cannot fetch the offsets of partition %s:%d: %s; skipping the partition this run%s", topic, part,
               sel_error[s], prev ? ", its stored offset is kept" : "");
+      if (plan->nunanswered++ < 10) {
+        char *was = plan->unanswered;
+        plan->unanswered = kg_xasprintf("%s%s%s:%d (%s)", was ? was : "", was ? ", " : "", topic, part, sel_error[s]);
+        free(was);
+      }
       continue;
     }
     kg_partition_facts_t facts = {
@@ -342,5 +347,6 @@ void kg_plan_clear(kg_plan_t *plan) {
   for (size_t i = 0; i < plan->nunits; i++)
     kg_workunit_clear(&plan->units[i]);
   free(plan->units);
+  free(plan->unanswered);
   memset(plan, 0, sizeof *plan);
 }

@@ -15,6 +15,8 @@ typedef struct {
   size_t nunits;
   int64_t offset_resets; /* partitions reset by reset.on.offset.out.of.range (kafka.offset.resets) */
   int64_t duration_ms;   /* how long it took (the WorkUnitsCreationTimer event) */
+  size_t nunanswered;    /* selected partitions the brokers gave no offsets for (no leader, say): not pulled */
+  char *unanswered;      /* the first of them, "topic:partition (error)" joined by ", "; owned, NULL when none */
 } kg_plan_t;
 
 /* Makes the work units of a run: asks the brokers for their topics and partition offsets (errors that may pass

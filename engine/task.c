@@ -62,6 +62,30 @@ static void first_line(char *out, size_t size, const char *text) {
   snprintf(out, size, "%.*s", (int)n, text);
 }
 
+/* Which bound of the error budget the failures so far break, READ being what the ratio is taken of (see
+ * kg_task_check_budget): 0 none, else one of these, with a short reason into WHY (SIZE bytes). */
+enum { KG_BUDGET_OK = 0, KG_BUDGET_LIMIT, KG_BUDGET_CONVERTER, KG_BUDGET_RATIO };
+
+static int over_budget(const kg_task_run_t *run, int64_t read, char *why, size_t size) {
+  const kg_config_t *c = run->task->spec.config;
+  int64_t failed = run->failed_decode + run->failed_convert;
+  if (c->skip_error_limit_set && c->skip_error_limit >= 0 && failed > c->skip_error_limit) {
+    snprintf(why, size, "more than task.skip.error.records=%lld records failed in the script",
+             (long long)c->skip_error_limit);
+    return KG_BUDGET_LIMIT;
+  }
+  if (!c->skip_error_limit_set && run->failed_convert > 0) {
+    snprintf(why, size, "a converter failure fails the task unless task.skip.error.records is set");
+    return KG_BUDGET_CONVERTER;
+  }
+  if (c->error_max_ratio < 1 && (double)failed > c->error_max_ratio * (double)read) {
+    snprintf(why, size, "%lld of the task's %lld records failed in the script, more than decode.error.max.ratio=%g",
+             (long long)failed, (long long)read, c->error_max_ratio);
+    return KG_BUDGET_RATIO;
+  }
+  return KG_BUDGET_OK;
+}
+
 /* Whether the failures so far are over the budget, as a task error in ERRBUF (KG_EBUDGET), or KG_OK. READ is
  * what the ratio is taken of: the most records the task can read while it runs (so that a broken script fails
  * fast, and only when no later success could bring the ratio back under the bound), the records read at its
@@ -69,27 +93,33 @@ static void first_line(char *out, size_t size, const char *text) {
 int kg_task_check_budget(const kg_task_run_t *run, int64_t read, const char *where, char *errbuf) {
   const kg_config_t *c = run->task->spec.config;
   int64_t failed = run->failed_decode + run->failed_convert;
-  if (c->skip_error_limit_set && c->skip_error_limit >= 0 && failed > c->skip_error_limit)
+  char why[256];
+  switch (over_budget(run, read, why, sizeof why)) {
+  case KG_BUDGET_LIMIT:
     return kg_fail(errbuf, KG_EBUDGET,
                    "more than %lld records failed in the script (task.skip.error.records=%lld); last at %s; first: %s",
                    (long long)c->skip_error_limit, (long long)c->skip_error_limit, where,
                    run->task->result.first_error);
-  if (!c->skip_error_limit_set && run->failed_convert > 0)
+  case KG_BUDGET_CONVERTER:
     return kg_fail(errbuf, KG_EBUDGET,
-                   "a converter failed at %s, and a task whose converter fails is failed, as in Gobblin (set "
-                   "task.skip.error.records to how many records may fail, or -1 for no limit); first failure: %s",
+                   "a converter failed at %s, and a converter failure fails the task unless task.skip.error.records "
+                   "is set, as in Gobblin (set it to how many records may fail, or -1 for no limit); first failure: %s",
                    where, run->task->result.first_error);
-  if (c->error_max_ratio < 1 && (double)failed > c->error_max_ratio * (double)read)
+  case KG_BUDGET_RATIO:
     return kg_fail(errbuf, KG_EBUDGET,
                    "%lld of the task's %lld records failed in the script, more than decode.error.max.ratio=%g of them; "
                    "last at %s; first: %s",
                    (long long)failed, (long long)read, c->error_max_ratio, where, run->task->result.first_error);
-  return KG_OK;
+  default: return KG_OK;
+  }
 }
 
-/* Record BAD of WU failed at STAGE (NULL: where the script was) with LERR: takes back its outputs, applies
- * decode.error.policy, counts it and checks the error budget. Returns KG_OK to go on with the next record, or the
- * error that fails the task. LOGGED counts the failures logged for this partition. */
+/* Record BAD of WU failed at STAGE (NULL: where the script was) with LERR: takes back its outputs, counts it, and
+ * applies decode.error.policy and the error budget. The record either fails the task (decode.error.policy=fail, or
+ * it is one failure too many), and is then neither skipped nor quarantined, or it is skipped or quarantined and the
+ * task goes on; the WARN of each failed record (the first few of a partition) says which, and why. Returns KG_OK to
+ * go on with the next record, or the error that fails the task. LOGGED counts the failures logged for this
+ * partition. */
 static int record_failed(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_t *res, const kg_record_t *bad,
                          const char *at, const char *lerr, int *logged, char *errbuf) {
   kg_task_t *t = run->task;
@@ -109,10 +139,39 @@ static int record_failed(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
   res->decode_errors++;
   kg_metrics_add(&t->result.metrics, KG_M_DECODE_ERRORS, 1);
   kg_metrics_add(&t->result.metrics, KG_M_RECORDS_FAILED, 1);
-  if (c->decode_errors == KG_ERRORS_FAIL)
-    return kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f (decode.error.policy=fail): %s", stage,
-                   wu->topic, wu->partition, bad->offset, lerr);
-  if (c->decode_errors == KG_ERRORS_QUARANTINE) {
+  if (!t->result.first_error[0]) {
+    char line[KG_ERRLEN / 2];
+    first_line(line, sizeof line, lerr);
+    snprintf(t->result.first_error, sizeof t->result.first_error, "%s:%d offset %.0f: %s failed: %s", wu->topic,
+             wu->partition, bad->offset, stage, line);
+  }
+  if (!strncmp(stage, "converter", 9))
+    run->failed_convert++;
+  else
+    run->failed_decode++;
+  char where[256], why[256];
+  snprintf(where, sizeof where, "%s:%d offset %.0f", wu->topic, wu->partition, bad->offset);
+  int rc = KG_OK;
+  if (c->decode_errors == KG_ERRORS_FAIL) {
+    snprintf(why, sizeof why, "decode.error.policy=fail");
+    rc = kg_fail(errbuf, KG_ELUA, "%s failed for %s:%d at offset %.0f (decode.error.policy=fail): %s", stage, wu->topic,
+                 wu->partition, bad->offset, lerr);
+  } else if (over_budget(run, run->range_total, why, sizeof why)) {
+    rc = kg_task_check_budget(run, run->range_total, where, errbuf);
+  }
+  /* The message, then the record's fate, then the traceback (lua_bridge.c) when there is one. */
+  const char *tb = strstr(lerr, "\nstack traceback:\n");
+  int head = tb ? (int)(tb - lerr) : (int)strlen(lerr);
+  if (!tb) tb = "";
+  if (rc) {
+    /* The last failure of the task: logged whatever the limit, the record is not skipped. */
+    KG_WARN("%s failed for %s:%d at offset %.0f: %.*s; the task fails: %s (none of its output is published and its "
+            "offsets do not move)%s",
+            stage, wu->topic, wu->partition, bad->offset, head, lerr, why, tb);
+    return rc;
+  }
+  bool quarantine = c->decode_errors == KG_ERRORS_QUARANTINE;
+  if (quarantine) {
     res->quarantined++;
     kg_metrics_add(&t->result.metrics, KG_M_QUARANTINED, 1);
     if (kg_outputs_quarantine(run->outputs, wu, bad, stage, lerr, errbuf)) return KG_EIO;
@@ -120,23 +179,18 @@ static int record_failed(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
     res->skipped++;
     kg_metrics_add(&t->result.metrics, KG_M_SCRIPT_SKIPPED, 1);
   }
-  if (!t->result.first_error[0]) {
-    char line[KG_ERRLEN / 2];
-    first_line(line, sizeof line, lerr);
-    snprintf(t->result.first_error, sizeof t->result.first_error, "%s:%d offset %.0f: %s failed: %s", wu->topic,
-             wu->partition, bad->offset, stage, line);
+  if ((*logged)++ < run->log_limit) {
+    char budget[160];
+    if (c->skip_error_limit_set && c->skip_error_limit >= 0)
+      snprintf(budget, sizeof budget, "task.skip.error.records=%lld and decode.error.max.ratio=%g",
+               (long long)c->skip_error_limit, c->error_max_ratio);
+    else
+      snprintf(budget, sizeof budget, "decode.error.max.ratio=%g", c->error_max_ratio);
+    KG_WARN("%s record %s:%d at offset %.0f: %s failed: %.*s (the task goes on: %lld failed so far, within %s)%s",
+            quarantine ? "Quarantining" : "Skipping", wu->topic, wu->partition, bad->offset, stage, head, lerr,
+            (long long)(run->failed_decode + run->failed_convert), budget, tb);
   }
-  if ((*logged)++ < run->log_limit)
-    KG_WARN("%s record %s:%d at offset %.0f: %s failed: %s",
-            c->decode_errors == KG_ERRORS_QUARANTINE ? "Quarantining" : "Skipping", wu->topic, wu->partition,
-            bad->offset, stage, lerr);
-  if (!strncmp(stage, "converter", 9))
-    run->failed_convert++;
-  else
-    run->failed_decode++;
-  char where[256];
-  snprintf(where, sizeof where, "%s:%d offset %.0f", wu->topic, wu->partition, bad->offset);
-  return kg_task_check_budget(run, run->range_total, where, errbuf);
+  return KG_OK;
 }
 
 static void stop_early(kg_unit_result_t *res, const kg_workunit_t *wu, int64_t next, const char *why) {
@@ -634,6 +688,16 @@ void kg_task_run(kg_task_t *t) {
   kg_outputs_written(run->outputs, &records_written, &bytes_written);
   kg_metrics_add(&t->result.metrics, KG_M_RECORDS_WRITTEN, (double)records_written);
   kg_metrics_add(&t->result.metrics, KG_M_BYTES_WRITTEN, (double)bytes_written);
+  if (rc) {
+    /* A failed task publishes nothing, quarantine included, and its offsets do not move: its failed records were
+     * neither skipped nor quarantined, and the next run reads them again. They stay counted as failed. */
+    for (size_t i = 0; i < t->spec.nunits; i++) {
+      kg_unit_result_t *u = &t->result.units[i];
+      if (u->skipped) kg_metrics_add(&t->result.metrics, KG_M_SCRIPT_SKIPPED, -(double)u->skipped);
+      if (u->quarantined) kg_metrics_add(&t->result.metrics, KG_M_QUARANTINED, -(double)u->quarantined);
+      u->skipped = u->quarantined = 0;
+    }
+  }
   kg_task_close(run);
   t->result.elapsed_ms = kg_mono_ms() - start;
   t->result.succeeded = rc == KG_OK;

@@ -91,10 +91,25 @@ int kg_tryout_validate(const kg_config_t *c, FILE *out, char *errbuf) {
     kg_buf_free(&columns);
   }
   static const char *const policies[] = {"skip", "fail", "quarantine"};
-  char limit[64] = "not set";
-  if (c->skip_error_limit_set) snprintf(limit, sizeof limit, "%lld", (long long)c->skip_error_limit);
-  row(out, "on errors", "decode.error.policy=%s, task.skip.error.records %s, decode.error.max.ratio=%g",
-      policies[c->decode_errors], limit, c->error_max_ratio);
+  static const char *const fates[] = {"skipped", "", "quarantined"};
+  const char *fate = fates[c->decode_errors];
+  if (c->decode_errors == KG_ERRORS_FAIL)
+    row(out, "on errors", "decode.error.policy=fail: a record that fails in the script fails its task");
+  else if (!c->skip_error_limit_set)
+    row(out, "on errors",
+        "decode.error.policy=%s: a record that fails in decodeRecord is %s, up to decode.error.max.ratio=%g of a "
+        "task's records; a converter failure fails the task, as task.skip.error.records is not set",
+        policies[c->decode_errors], fate, c->error_max_ratio);
+  else if (c->skip_error_limit < 0)
+    row(out, "on errors",
+        "decode.error.policy=%s: a record that fails in decodeRecord or a converter is %s, up to "
+        "decode.error.max.ratio=%g of a task's records (task.skip.error.records=-1: no limit of its own)",
+        policies[c->decode_errors], fate, c->error_max_ratio);
+  else
+    row(out, "on errors",
+        "decode.error.policy=%s: a record that fails in decodeRecord or a converter is %s, up to "
+        "task.skip.error.records=%lld records and decode.error.max.ratio=%g of a task's records",
+        policies[c->decode_errors], fate, (long long)c->skip_error_limit, c->error_max_ratio);
   if (c->launcher == KG_LAUNCHER_MAPREDUCE) row(out, "launcher", "MAPREDUCE (HDFS and YARN not contacted)");
   fputs("OK\n", out);
   return fflush(out) ? EX_IOERR : EX_OK;
@@ -314,6 +329,22 @@ static void feed(kg_task_run_t *run, const kg_workunit_t *wu, const input_t *in,
   *task_failed = rc != KG_OK;
 }
 
+/* A line of the test's report on O->err, "kingest test: ..."; on stderr it goes as the log does, so that with
+ * --log-format json it is a JSON line of LEVEL. */
+static void report(const kg_tryout_options_t *o, kg_log_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void report(const kg_tryout_options_t *o, kg_log_level_t level, const char *fmt, ...) {
+  char line[2 * KG_ERRLEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (o->err == stderr)
+    kg_log_say(level, "kingest test: ", -1, "%s", line);
+  else
+    fprintf(o->err, "kingest test: %s\n", line);
+}
+
 /* Prints the files the outputs closed into RESULT: the job's output to O->out, quarantine files by name. */
 static int print_files(const kg_config_t *c, const kg_task_spec_t *spec, const kg_task_result_t *result,
                        const kg_tryout_options_t *o, char *errbuf) {
@@ -322,10 +353,10 @@ static int print_files(const kg_config_t *c, const kg_task_spec_t *spec, const k
     const kg_task_file_t *f = &result->files[i];
     size_t fplen = strlen(f->file_path);
     if (fplen >= 8 && !strcmp(f->file_path + fplen - 8, "/_errors")) {
-      fprintf(o->err, "kingest test: quarantine file %s\n", f->final);
+      report(o, KG_LOG_INFO, "quarantine file %s", f->final);
       continue;
     }
-    fprintf(o->err, "kingest test: output file %s\n", f->final);
+    report(o, KG_LOG_INFO, "output file %s", f->final);
     int64_t records = 0;
     rc = spec->writer == &kg_writer_avro ? print_avro(f->output, o->out, &records, errbuf)
                                           : print_text(f->output, c->codec, o->out, errbuf);
@@ -394,19 +425,18 @@ int kg_tryout_test(const kg_config_t *c, const kg_tryout_options_t *o, char *err
   }
   kg_task_close(run);
   if (status == EX_OK && task_failed)
-    fprintf(o->err,
-            "kingest test: a run would fail the task here, publish none of its output and move no offset: %s\n",
-            task_err);
+    report(o, KG_LOG_WARN, "a run would fail the task here, publish none of its output and move no offset: %s",
+           task_err);
   if (status == EX_OK) status = print_files(c, &task.spec, &task.result, o, errbuf);
   if (status == EX_OK) {
     char tombstones[64] = ""; /* Avro tombstones: named only where there are some */
     if (n.tombstones) snprintf(tombstones, sizeof tombstones, ", %lld tombstones", (long long)n.tombstones);
-    fprintf(o->err,
-            "kingest test: %lld record%s read: %lld written (%lld output%s), %lld dropped, %lld skipped, %lld "
-            "quarantined, %lld failed, %lld not processed%s\n",
-            (long long)n.read, n.read == 1 ? "" : "s", (long long)n.written, (long long)n.outputs,
-            n.outputs == 1 ? "" : "s", (long long)n.dropped, (long long)n.skipped, (long long)n.quarantined,
-            (long long)n.failed, (long long)n.unprocessed, tombstones);
+    report(o, KG_LOG_INFO,
+           "%lld record%s read: %lld written (%lld output%s), %lld dropped, %lld skipped, %lld quarantined, %lld "
+           "failed, %lld not processed%s",
+           (long long)n.read, n.read == 1 ? "" : "s", (long long)n.written, (long long)n.outputs,
+           n.outputs == 1 ? "" : "s", (long long)n.dropped, (long long)n.skipped, (long long)n.quarantined,
+           (long long)n.failed, (long long)n.unprocessed, tombstones);
     status = task_failed || n.skipped || n.quarantined || n.failed ? 1 : EX_OK;
   }
   char rerr[KG_ERRLEN];

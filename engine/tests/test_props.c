@@ -185,6 +185,52 @@ static int config_logged(const char *text, kg_config_t **c, char *err, kg_log_le
 
 /* A near-miss of a property kingest reads is an error naming every one, whatever job.strict says: the run
  * would otherwise go on with the default (topic.whitelist: every topic). */
+/* kafka.brokers: every entry [protocol://]host[:port], checked when the job loads (librdkafka would read 9092x as
+ * 9092). */
+static void test_brokers(void) {
+  char err[KG_ERRLEN] = "";
+  kg_config_t *c = NULL;
+  static const char *const good[] = {"localhost:9092",
+                                     "localhost",
+                                     "10.0.0.1:9092,10.0.0.2:9093",
+                                     "a:1 , b:2 ",
+                                     "[::1]:9092",
+                                     "[fe80::1%eth0]:9092",
+                                     "SASL_SSL://kafka-1.example.com:9093",
+                                     "plaintext://k_1:65535",
+                                     "a:1,"};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "kafka.brokers=%s\n", good[i]);
+    CHECK_INT(config_from(text, &c, err), KG_OK);
+    if (c) CHECK_STR(c->brokers, good[i]);
+    kg_config_destroy(c);
+  }
+  static const struct {
+    const char *value, *why;
+  } bad[] = {{"localhost:9092x", "entry 'localhost:9092x' is not host:port: invalid port"},
+             {"a:1,localhost:0", "entry 'localhost:0' is not host:port: invalid port"},
+             {"h:65536", "invalid port: expected a number from 1 to 65535"},
+             {"h:", "no port after the colon"},
+             {":9092", "no host before the port"},
+             {"::1:9092", "an IPv6 address goes in brackets, with the port after them: [::1]:9092"},
+             {"[::1:9092", "an IPv6 address needs its closing bracket"},
+             {"[::1]9092", "expected :port after the IPv6 address"},
+             {"[::g]:9092", "not an IPv6 address inside the brackets"},
+             {"http://h:9092", "unknown protocol"},
+             {"ho st:9092", "a host name has letters, digits"},
+             {"h:9092/", "invalid port"},
+             {" , ", "names no broker"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "kafka.brokers=%s\n", bad[i].value);
+    CHECK_INT(config_from(text, &c, err), KG_EINVAL);
+    CHECK_CONTAINS(err, "job.pull:1: property kafka.brokers=");
+    CHECK_CONTAINS(err, bad[i].why);
+    kg_config_destroy(c);
+  }
+}
+
 static void test_typos(void) {
   char err[KG_ERRLEN] = "", log[4096];
   kg_config_t *c = NULL;
@@ -903,8 +949,8 @@ static void test_print_properties(void) {
       CHECK_CONTAINS(out, "\n| `kafka.fetch.batch.size` | `1000` | Records handed to the script per call, at most: ");
       CHECK_CONTAINS(out, " until the next one. From `1` to `1000000`. |\n");
     } else {
-      CHECK_CONTAINS(
-          out, "\nkafka.brokers\n    Comma-separated host:port list of the Kafka brokers.\n    default: (none)\n");
+      CHECK_CONTAINS(out, "\nkafka.brokers\n    Comma-separated host:port list of the Kafka brokers: ");
+      CHECK_CONTAINS(out, " or SASL_SSL:// before it.\n    default: (none)\n");
       CHECK_CONTAINS(out, "\nmr.job.root.dir (MapReduce only)\n");
       CHECK_CONTAINS(out, "\nbootstrap.with.offset\n");
       CHECK_CONTAINS(out, "\n    default: latest\n");
@@ -934,6 +980,7 @@ int main(void) {
   test_syntax();
   test_substitution();
   test_config();
+  test_brokers();
   test_typos();
   test_unknown_keys();
   test_avro_config();

@@ -350,6 +350,7 @@ function M.job_processor(job)
   end
 
   -- partition: the time (ms since the epoch) a record's output is filed under; the record's timestamp without it.
+  -- While it runs (and when what it returned is refused), the stage is the partition hook's.
   local partition = job.partition
   local function file_time(batch, out)
     local was = stage

@@ -385,11 +385,11 @@ describe("Avro bad input", function()
     assert.same({ [topic .. ":0"] = 2 }, H.stored_offsets(work, "AvroBad"))
   end)
 
-  it("refuses a job declaring an invalid schema, naming the schema's problem", function()
+  it("refuses a job declaring an invalid schema, naming the schema's problem (78, as validate)", function()
     local work = H.workdir("avro_badschema")
     local path = job(work, "whatever", { ["writer.output.format"] = "avro" },
       [[  schema = '{"type": "record", "name": "E", "fields": [{"name": "x", "type": "lnog"}]}',]])
-    local last = H.run_fails(path, work, 1, { "schema", "lnog" })
+    local last = H.run_fails(path, work, 78, { "schema", "lnog" })
     assert.matches("invalid Avro schema", last)
   end)
 

@@ -163,9 +163,9 @@ describe("the kingest command line", function()
       assert.matches("^kingest: no state for job OptForms: " .. work:gsub("%p", "%%%0") .. "/state%-store/OptForms%.db does not exist$",
         H.last_line(err))
     end
-    -- After --, an argument that looks like an option is the job file.
+    -- After --, an argument that looks like an option is the job file: here one that cannot be read (66).
     local code, _, err = kingest("plan", "--", "--json")
-    assert.are.equal(1, code)
+    assert.are.equal(66, code)
     assert.truthy(H.last_line(err):find("--json", 1, true), err)
     local out
     code, out, err = kingest("properties", "--markdown")
@@ -270,11 +270,71 @@ describe("the kingest command line", function()
       end
     end)
 
+    it("with --log-format json or log.format=json writes only JSON lines on stderr: usage and job errors, the final error with its exit status, a traceback in a field of its own", function()
+      local cjson = require("cjson")
+      -- Every line of ERR decoded; the last one's level, message and exit status.
+      local function json_lines(err, what)
+        local out = {}
+        for _, line in ipairs(H.lines(err)) do
+          local ok, o = pcall(cjson.decode, line)
+          assert.is_true(ok and type(o) == "table", what .. ": not JSON: " .. line .. "\n" .. err)
+          out[#out + 1] = o
+        end
+        assert.is_true(#out > 0, what)
+        return out, out[#out]
+      end
+      local work = H.workdir("cli_jsonerr")
+      -- Usage errors, --log-format anywhere on the line.
+      for _, args in ipairs({ { "run", "--log-format", "json" }, { "run", "--bogus", "--log-format=json", "j.pull" },
+                              { "state", "show", "--log-format", "json" } }) do
+        local code, out, err = H.kingest(args, { GOBBLIN_WORK_DIR = work })
+        assert.are.equal(2, code, err)
+        assert.are.equal("", out)
+        local _, last = json_lines(err, table.concat(args, " "))
+        assert.same({ "ERROR", 2 }, { last.level, last.exit_status })
+      end
+      -- A job that is not valid, whose own log.format is json: its WARN and its error are JSON lines too, and the
+      -- run exits 78 as validate does.
+      local bad = H.job_pull(work, "job.name=CliJsonBad\nlog.format=json\nkafka.brokers=" .. H.bootstrap() ..
+        "\nmy.own.setting=1\nbootstrap.with.offset=oldest\n", "bad.pull")
+      local code, _, err = H.kingest({ "run", bad }, { GOBBLIN_WORK_DIR = work })
+      assert.are.equal(78, code, err)
+      local lines, last = json_lines(err, "bad job")
+      assert.are.equal(bad .. ":4: unknown property my.own.setting (ignored)", lines[1].message)
+      assert.same({ "ERROR", 78 }, { last.level, last.exit_status })
+      assert.matches("^" .. bad:gsub("%p", "%%%0") .. ":5: invalid value 'oldest' for property bootstrap%.with%.offset",
+        last.message)
+      -- A run that fails: its last line is the error, with the exit status; a test hook's WARN is JSON as well.
+      local nowhere = H.job_pull(work, "job.name=CliJsonNowhere\nkafka.brokers=127.0.0.1:1\n", "nowhere.pull")
+      code, _, err = H.kingest({ "run", nowhere, "--log-format", "json" },
+        { GOBBLIN_WORK_DIR = work, KINGEST_FAULT = "publish.move:9" })
+      assert.are.equal(1, code, err)
+      lines, last = json_lines(err, "unreachable")
+      assert.same({ "ERROR", 1 }, { last.level, last.exit_status })
+      assert.matches("^cannot reach Kafka at kafka%.brokers=127%.0%.0%.1:1: 127%.0%.0%.1:1: connection refused",
+        last.message)
+      assert.are.equal("Test hook KINGEST_FAULT=publish.move:9 is set: steps of the commit fail on purpose; not for " ..
+        "production use (docs/testing.md)", lines[1].message)
+      -- A script error: the message, and its traceback in a field of its own.
+      local job = H.job({ dir = work, name = "CliJsonScript", topics = topic,
+        props = { ["decode.error.policy"] = "fail" }, code = [[
+  decodeRecord = function(msg)
+    error("cannot take " .. msg:value())
+  end,]] })
+      code, _, err = H.kingest({ "run", job, "--log-format", "json" }, { GOBBLIN_WORK_DIR = work })
+      assert.are.equal(1, code, err)
+      lines, last = json_lines(err, "script error")
+      assert.matches(": decodeRecord failed for " .. topic .. ":0 at offset 0 %(decode%.error%.policy=fail%): " ..
+        job:gsub("%p", "%%%0") .. ":%d+: cannot take one$", last.message)
+      assert.matches("^\t" .. job:gsub("%p", "%%%0") .. ":%d+ %(decodeRecord%)\n", last.traceback)
+      assert.are.equal(1, last.exit_status)
+    end)
+
     it("refuses a log.format it does not know, naming the property", function()
       local work = H.workdir("cli_badlog")
       local job = pull(work, "log.format=xml\n")
       local code, _, err = H.kingest({ "run", job }, { GOBBLIN_WORK_DIR = work })
-      assert.are.equal(1, code, err)
+      assert.are.equal(78, code, err)
       assert.truthy(H.last_line(err):find("log.format", 1, true), err)
       assert.truthy(H.last_line(err):find("xml", 1, true), err)
     end)
@@ -301,10 +361,11 @@ describe("the kingest command line", function()
     end)
 
     -- Runs JOB (in WORK, with ARGS after the job file), which must be refused before anything is pulled: exit
-    -- 1, the last line of stderr is exactly LAST, nothing is published and no state is stored.
+    -- 78 (EX_CONFIG, as validate), the last line of stderr is exactly LAST, nothing is published and no state is
+    -- stored.
     local function refused(job, work, last, ...)
       local code, out, err = H.kingest({ "run", job, ... }, { GOBBLIN_WORK_DIR = work })
-      assert.are.equal(1, code, err)
+      assert.are.equal(78, code, err)
       assert.are.equal("", out)
       assert.are.equal(last, H.last_line(err), err)
       assert.falsy(err:find("Pulling", 1, true), err)
@@ -335,7 +396,7 @@ describe("the kingest command line", function()
       refused(job, work, "kingest: " .. job .. ":3: unknown property topic.whitelst; did you mean topic.whitelist?; " ..
         job .. ":5: unknown property bootstrap.with.ofset; did you mean bootstrap.with.offset?")
       local code, _, err = H.kingest({ "plan", job }, { GOBBLIN_WORK_DIR = work })
-      assert.are.equal(1, code, err)
+      assert.are.equal(78, code, err)
       assert.matches("did you mean topic.whitelist?", H.last_line(err), 1, true)
     end)
 
@@ -364,7 +425,7 @@ describe("the kingest command line", function()
         "staging files go under task.data.root.dir"), err)
       assert.are.equal(1, #H.grep(err, " ERROR " .. job .. ":9: unknown property my.own.setting"), err)
       local code, out, perr = H.kingest({ "plan", job, "--strict" }, { GOBBLIN_WORK_DIR = work })
-      assert.are.equal(1, code, perr)
+      assert.are.equal(78, code, perr)
       assert.are.equal("", out)
       assert.are.equal("kingest: --strict: job.strict=true" .. refusal, H.last_line(perr))
 

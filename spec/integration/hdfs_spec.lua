@@ -124,13 +124,13 @@ describe("output to HDFS through WebHDFS", function()
     assert.same({}, H.stored_offsets(work, "HdfsJob"))
   end)
 
-  it("refuses an hdfs:// URI with the WebHDFS hint, and a publisher on another file system", function()
+  it("refuses an hdfs:// URI with the WebHDFS hint, and a publisher on another file system (78, as validate)", function()
     local work = H.workdir("hdfs_bad")
-    H.run_fails(job(work, "t", { ["writer.fs.uri"] = "hdfs://127.0.0.1:8020" }), work, 1,
+    H.run_fails(job(work, "t", { ["writer.fs.uri"] = "hdfs://127.0.0.1:8020" }), work, 78,
       { "writer.fs.uri=hdfs://127.0.0.1:8020", "use webhdfs://HOST:PORT" })
-    H.run_fails(job(work, "t", { ["writer.fs.uri"] = webhdfs(), ["data.publisher.fs.uri"] = "file:///" }), work, 1,
+    H.run_fails(job(work, "t", { ["writer.fs.uri"] = webhdfs(), ["data.publisher.fs.uri"] = "file:///" }), work, 78,
       { "data.publisher.fs.uri=file:///", "from local task data to HDFS only" })
-    H.run_fails(job(work, "t", { ["state.store.fs.uri"] = webhdfs() }), work, 1,
+    H.run_fails(job(work, "t", { ["state.store.fs.uri"] = webhdfs() }), work, 78,
       { "state.store.fs.uri", "local SQLite" })
   end)
 end)

@@ -155,7 +155,7 @@ describe("extract limits", function()
     for _, case in ipairs(cases) do
       local work = H.workdir("limit_bad")
       local code, _, err = H.run(limited(work, case[1]), work)
-      assert.are.equal(1, code, err)
+      assert.are.equal(78, code, err) -- EX_CONFIG: the job is not valid, as validate says
       local last = H.last_line(err)
       assert.truthy(last:find("^kingest: ") and last:find(case[2], 1, true), "want " .. case[2] .. ", got: " .. last)
       assert.same({ "job.lua" }, H.files(work)) -- refused before anything was pulled or stored

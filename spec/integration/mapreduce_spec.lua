@@ -222,6 +222,8 @@ describe("kingest in MapReduce mode on YARN", function()
   end)
 end)
 
+-- What `kingest validate` finds is refused with 78 (EX_CONFIG), before anything is contacted; what needs HDFS to tell
+-- (a folder that cannot be written) fails the run with 1.
 describe("kingest in MapReduce mode, refusing what cannot work", function()
   local function job_with(extra)
     local work = H.workdir("mr_bad")
@@ -231,14 +233,14 @@ describe("kingest in MapReduce mode, refusing what cannot work", function()
 
   it("a Hadoop command that is not there, naming where it looked", function()
     local job, work = job_with({ ["mr.hadoop.command"] = "/nonexistent/bin/hadoop" })
-    H.run_fails(job, work, 1, { "mr.hadoop.command=/nonexistent/bin/hadoop", "not found" })
+    H.run_fails(job, work, 78, { "mr.hadoop.command=/nonexistent/bin/hadoop", "not found" })
     job, work = job_with({ ["mr.hadoop.command"] = "hadoop-not-installed" })
-    H.run_fails(job, work, 1, { "mr.hadoop.command=hadoop-not-installed", "PATH=" })
+    H.run_fails(job, work, 78, { "mr.hadoop.command=hadoop-not-installed", "PATH=" })
   end)
 
   it("a streaming jar that is not there", function()
     local job, work = job_with({ ["mr.streaming.jar"] = "/nonexistent/hadoop-streaming.jar" })
-    H.run_fails(job, work, 1, { "mr.streaming.jar=/nonexistent/hadoop-streaming.jar", "No such file" })
+    H.run_fails(job, work, 78, { "mr.streaming.jar=/nonexistent/hadoop-streaming.jar", "No such file" })
   end)
 
   it("an mr.job.root.dir that cannot be written, and none at all", function()
@@ -255,14 +257,14 @@ describe("kingest in MapReduce mode, refusing what cannot work", function()
     H.run_fails(job, work, 1, { "mr.job.root.dir", root .. "/mr", "Permission denied" })
     local none
     none, work = job_with({ ["mr.job.root.dir"] = "" })
-    H.run_fails(none, work, 1, { "launcher.type=MAPREDUCE needs mr.job.root.dir" })
+    H.run_fails(none, work, 78, { "launcher.type=MAPREDUCE needs mr.job.root.dir" })
   end)
 
   it("a local writer file system, and a launcher.type it does not know", function()
     local job, work = job_with({ ["writer.fs.uri"] = "file:///", ["task.data.root.dir"] = "",
       ["data.publisher.final.dir"] = "" })
-    H.run_fails(job, work, 1, { "launcher.type=MAPREDUCE", "writer.fs.uri", "webhdfs://" })
+    H.run_fails(job, work, 78, { "launcher.type=MAPREDUCE", "writer.fs.uri", "webhdfs://" })
     job, work = job_with({ ["launcher.type"] = "SPARK" })
-    H.run_fails(job, work, 1, { "launcher.type", "SPARK", "LOCAL", "MAPREDUCE" })
+    H.run_fails(job, work, 78, { "launcher.type", "SPARK", "LOCAL", "MAPREDUCE" })
   end)
 end)

@@ -40,11 +40,11 @@ describe("compressed text output", function()
     end)
   end
 
-  it("refuses an unknown codec, and an Avro codec for text", function()
+  it("refuses an unknown codec, and an Avro codec for text (78, as validate)", function()
     local work = H.workdir("codec_bad")
-    H.run_fails(job(work, "t", { ["writer.codec.type"] = "lz4" }), work, 1,
+    H.run_fails(job(work, "t", { ["writer.codec.type"] = "lz4" }), work, 78,
       { "writer.codec.type", "lz4", "null, deflate, snappy, gzip, zstd" })
-    H.run_fails(job(work, "t", { ["writer.codec.type"] = "snappy" }), work, 1,
+    H.run_fails(job(work, "t", { ["writer.codec.type"] = "snappy" }), work, 78,
       { "writer.codec.type=snappy", "gzip or zstd" })
   end)
 end)
@@ -90,10 +90,10 @@ describe("rolling", function()
     assert.truthy(#zfiles >= 2, #zfiles .. " gzip files")
   end)
 
-  it("refuses a roll size or count of 0", function()
+  it("refuses a roll size or count of 0 (78, as validate)", function()
     local work = H.workdir("roll_bad")
-    H.run_fails(job(work, "t", { ["writer.file.max.size"] = "0" }), work, 1, { "writer.file.max.size", "from 1" })
-    H.run_fails(job(work, "t", { ["writer.file.max.records"] = "0" }), work, 1, { "writer.file.max.records" })
+    H.run_fails(job(work, "t", { ["writer.file.max.size"] = "0" }), work, 78, { "writer.file.max.size", "from 1" })
+    H.run_fails(job(work, "t", { ["writer.file.max.records"] = "0" }), work, 78, { "writer.file.max.records" })
   end)
 end)
 
@@ -175,6 +175,36 @@ describe("time-partitioned folders", function()
     assert.same({ 2 }, ids(base .. "/2025/12/31"))
   end)
 
+  it("names the partition hook, not decodeRecord, as the stage of a record whose time it cannot give", function()
+    local topic = H.topic_with("part_stage", { "x", "y", "z" })
+    local work = H.workdir("part_stage")
+    local log = H.run_ok(job(work, topic, {
+      ["writer.partitioner.class"] = "TimeBasedWriterPartitioner",
+      ["writer.partition.pattern"] = "yyyy",
+      ["writer.partition.timezone"] = "UTC",
+      ["decode.error.policy"] = "quarantine",
+      ["decode.error.max.ratio"] = "1",
+    }, [[
+  partition = function(rec)
+    if rec:value() == "y" then return "2001" end
+    if rec:value() == "z" then error("no time for z") end
+    return 978307200000 -- 2001-01-01
+  end,
+]]), work)
+    local base = work .. "/job-output/" .. topic
+    assert.same({ "x" }, H.output_lines(base .. "/2001"))
+    local errors = H.json_lines(base .. "/_errors")
+    assert.same({ { 1, "partition hook" }, { 2, "partition hook" } },
+      { { errors[1].offset, errors[1].stage }, { errors[2].offset, errors[2].stage } })
+    assert.are.equal("partition returned string; it must return the record's time in milliseconds since the epoch " ..
+      "(a number >= 0)", errors[1].error)
+    assert.matches("/job%.lua:%d+: no time for z$", errors[2].error)
+    assert.matches("^\t[^\n]*/job%.lua:%d+ %(partition%)\n", errors[2].traceback)
+    assert.truthy(log:find("Quarantining record " .. topic .. ":0 at offset 1: partition hook failed: partition returned " ..
+      "string", 1, true), log)
+    assert.is_nil(log:find("decodeRecord failed", 1, true), log)
+  end)
+
   it("takes back all of a failed record's outputs, in every folder it wrote to; the failure is the partition hook's",
     function()
     local topic = H.topic_with("part_back", { "x", "y", "z" })
@@ -206,14 +236,14 @@ describe("time-partitioned folders", function()
       local work = H.workdir("part_bad")
       local P = "gobblin.writer.partitioner.TimeBasedWriterPartitioner"
       H.run_fails(job(work, "t", { ["writer.partitioner.class"] = P, ["writer.partition.pattern"] = "yyyy/MM/dd/QQ" }),
-        work, 1, { "writer.partition.pattern", "unknown letter 'Q' at position 12" })
+        work, 78, { "writer.partition.pattern", "unknown letter 'Q' at position 12" })
       H.run_fails(job(work, "t", { ["writer.partitioner.class"] = P, ["writer.partition.timezone"] = "Mars/Base" }),
-        work, 1, { "writer.partition.timezone", "unknown time zone 'Mars/Base'" })
-      H.run_fails(job(work, "t", { ["writer.partition.pattern"] = "yyyy" }), work, 1,
+        work, 78, { "writer.partition.timezone", "unknown time zone 'Mars/Base'" })
+      H.run_fails(job(work, "t", { ["writer.partition.pattern"] = "yyyy" }), work, 78,
         { "writer.partition.pattern is read by writer.partitioner.class" })
-      H.run_fails(job(work, "t", { ["writer.partitioner.class"] = "TimePartitioner" }), work, 1,
+      H.run_fails(job(work, "t", { ["writer.partitioner.class"] = "TimePartitioner" }), work, 78,
         { "unknown class 'TimePartitioner'" })
-      H.run_fails(job(work, "t", {}, "  partition = function() return 0 end,"), work, 1,
+      H.run_fails(job(work, "t", {}, "  partition = function() return 0 end,"), work, 78,
         { "partition", "writer.partitioner.class" })
     end)
 end)

@@ -341,7 +341,7 @@ describe("the Prometheus textfile", function()
 
   it("refuses a path that names a folder, naming the property", function()
     local work = H.workdir("prom_folder")
-    H.run_fails(job(work, { "t" }, { ["metrics.reporting.prometheus.file"] = work .. "/" }), work, 1,
+    H.run_fails(job(work, { "t" }, { ["metrics.reporting.prometheus.file"] = work .. "/" }), work, 78,
       { "metrics.reporting.prometheus.file", "names a folder" })
   end)
 end)
@@ -489,7 +489,7 @@ describe("the Pushgateway", function()
 
   it("refuses a URL that is not http:// or https://, naming the property", function()
     local work = H.workdir("prom_url")
-    H.run_fails(job(work, { "t" }, { ["metrics.reporting.prometheus.pushgateway.url"] = "127.0.0.1:9091" }), work, 1,
+    H.run_fails(job(work, { "t" }, { ["metrics.reporting.prometheus.pushgateway.url"] = "127.0.0.1:9091" }), work, 78,
       { "metrics.reporting.prometheus.pushgateway.url=127.0.0.1:9091", "http://" })
   end)
 end)

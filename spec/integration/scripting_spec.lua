@@ -268,6 +268,10 @@ describe("decode.error.policy", function()
   it("quarantine writes each failing record, with where it came from and its error, to <FP>/_errors", function()
     local work = H.workdir("scr_quarantine")
     local job = job_file(work, topic, { ["decode.error.policy"] = "quarantine", ["decode.error.max.ratio"] = 1 }, DECODE)
+    local DECODE_LINE
+    for n, line in ipairs(H.lines(H.slurp(job))) do
+      if line:find('error("cannot decode', 1, true) then DECODE_LINE = n end
+    end
     local log = run_ok(job, work)
     assert.same(good, H.top_lines(work .. "/job-output/" .. topic))
     assert.same({ [topic .. ":0"] = 12 }, H.stored_offsets(work, JOB))
@@ -284,9 +288,9 @@ describe("decode.error.policy", function()
       assert.are.equal(BAD[i], e.offset)
       assert.are.equal(ts[BAD[i]], e.timestamp)
       assert.are.equal("decodeRecord", e.stage)
-      assert.truthy(e.error:find(job .. ":", 1, true), e.error)
-      assert.truthy(e.error:find("cannot decode bad " .. BAD[i], 1, true), e.error)
-      assert.truthy(e.error:find("stack traceback:", 1, true), e.error)
+      -- The message alone in "error", the traceback in a field of its own: the job's line, named by its hook.
+      assert.are.equal(job .. ":" .. DECODE_LINE .. ": cannot decode bad " .. BAD[i], e.error)
+      assert.are.equal("\t" .. job .. ":" .. DECODE_LINE .. " (decodeRecord)\n", e.traceback:match("^[^\n]*\n"))
       assert.are.equal(cjson.null, e.key_base64)
       assert.are.equal("bad " .. BAD[i], H.base64_decode(e.value_base64))
     end
@@ -294,6 +298,31 @@ describe("decode.error.policy", function()
     local _, jobline = metrics_of(work)
     assert.are.equal(8, jobline.counters["num.of.decoding.errors"])
     assert.are.equal(8, jobline.counters["num.of.quarantined.records"])
+  end)
+
+  it("names the job's own line and its hook first in a traceback, even when a tail call left no frame of the hook", function()
+    local work = H.workdir("scr_tailcall")
+    local job = job_file(work, topic, { ["decode.error.max.ratio"] = 1 }, [[
+  decodeRecord = function(msg)
+    return check(msg:value())
+  end,]], [[
+local function check(v)
+  if v:find("^bad") then error("no good: " .. v) end
+  return v
+end]])
+    local log = run_ok(job, work)
+    assert.same(good, H.output_lines(work .. "/job-output/" .. topic))
+    local line
+    for n, text in ipairs(H.lines(H.slurp(job))) do
+      if text:find('error("no good', 1, true) then line = n end
+    end
+    -- decodeRecord's frame is gone (return check(...) is a tail call): the frame that took its place is named by
+    -- the hook, and it comes first, before the runtime's; error() itself is left out.
+    assert.truthy(log:find("WARN Skipping record " .. topic .. ":0 at offset 1: decodeRecord failed: " .. job .. ":" ..
+      line .. ": no good: bad 1 (the task goes on: 1 failed so far, within decode.error.max.ratio=1)\n" ..
+      "stack traceback:\n\t" .. job .. ":" .. line .. " (decodeRecord)\n\t", 1, true), log)
+    assert.truthy(log:find(" %(decodeRecord%)\n\t[^\n]*/gobblin/runtime%.lua:%d+ %(kingest runtime%)\n"), log)
+    assert.is_nil(log:find("in function 'error'", 1, true), log)
   end)
 
   it("reports a failing converter as its stage, \"converter 2\"", function()
@@ -315,7 +344,8 @@ describe("decode.error.policy", function()
     for i, e in ipairs(errors) do
       assert.are.equal("converter 2", e.stage)
       assert.are.equal(BAD[i], e.offset)
-      assert.truthy(e.error:find("converter 2 refuses bad " .. BAD[i], 1, true), e.error)
+      assert.are.equal("converter 2 refuses bad " .. BAD[i], e.error)
+      assert.matches("^\t.*/job%.lua:%d+ %(converter 2%)\n", e.traceback)
     end
     assert.truthy(log:find("Quarantining record " .. topic .. ":0 at offset 1: converter 2 failed: converter 2 refuses bad 1",
       1, true), log)
@@ -367,8 +397,13 @@ describe("the error budget", function()
     assert.same({}, H.files(work .. "/task-data"))
     local run = last_run(work)
     assert.are.equal("FAILED", run.result)
-    assert.is_true(run.read > 0 and run.skipped > 0, log)
-    assert.are.equal(1, #H.grep(log, "failed in the script and were skipped"), log)
+    -- A task that fails skips nothing: its failed records are counted as in a failed task, and read again next time.
+    assert.is_true(run.read > 0, log)
+    assert.same({ 0, 0 }, { run.skipped, run.quarantined })
+    local summary = H.grep(log, " failed in the script: 0 were skipped, 0 were quarantined, ")
+    assert.are.equal(1, #summary, log)
+    assert.truthy(summary[1]:find(" in tasks that failed (those tasks publish nothing, quarantine included, and " ..
+      "their offsets do not move)", 1, true), summary[1])
     return log
   end
 
@@ -392,10 +427,17 @@ describe("the error budget", function()
     local work = H.workdir("scr_budget")
     local CONVERTER = [[
   converters = { function(v) error("broken converter") end },]]
-    over_budget(work, job_file(work, topic, nil, CONVERTER),
+    local log = over_budget(work, job_file(work, topic, nil, CONVERTER),
       { "a converter failed at " .. topic .. ":0 offset 0", "task.skip.error.records", "converter 1 failed: ",
         "broken converter" })
-    assert.are.equal(1, last_run(work).skipped)
+    -- The record's own line says what becomes of it and of its task, and it is not counted as skipped.
+    assert.truthy(log:find(" WARN converter 1 failed for " .. topic .. ":0 at offset 0: " .. work .. "/job.lua:",
+      1, true), log)
+    assert.truthy(log:find(": broken converter; the task fails: a converter failure fails the task unless " ..
+      "task.skip.error.records is set (none of its output is published and its offsets do not move)\n", 1, true), log)
+    assert.are.same({}, H.grep(log, "WARN Skipping record"))
+    assert.truthy(log:find(" 1 failed in the script: 0 were skipped, 0 were quarantined, 1 in tasks that failed ", 1,
+      true), log)
     -- Allowing it lets the ratio decide.
     over_budget(work, job_file(work, topic, { ["task.skip.error.records"] = -1 }, CONVERTER), { "decode.error.max.ratio=0.1" })
   end)
@@ -412,11 +454,13 @@ describe("the error budget", function()
     if v == %q or v == %q then error("cannot take " .. v, 0) end
     return v
   end,]], t .. "-0-7", t .. "-1-3")), work)
-    local summary = H.grep(log, "failed in the script and were skipped")
+    local summary = H.grep(log, "failed in the script: ")
     assert.are.equal(1, #summary, log)
-    assert.truthy(summary[1]:find("WARN Of 40 records read, 2 failed in the script and were skipped, 0 were " ..
+    assert.truthy(summary[1]:find("WARN Of 40 records read, 2 failed in the script: 2 were skipped, 0 were " ..
       "quarantined; 0 were deleted before they were read: " .. t .. ":0 1 skipped, " .. t .. ":1 1 skipped; first " ..
       "failure: " .. t .. ":", 1, true), summary[1])
+    -- Each skipped record's line says the task goes on, and within what.
+    assert.are.equal(2, #H.grep(log, "(the task goes on: "), log)
     local run = last_run(work)
     assert.same({ result = "SUCCESSFUL", read = 40, written = 38, skipped = 2, quarantined = 0 }, run)
     -- And per partition in the metrics file's KafkaExtractorTopicMetadata events.
@@ -453,7 +497,7 @@ describe("the error budget", function()
     assert.are.equal("SUCCESSFUL", last_run(work).result)
     -- In the job file's own code it fails the load, before anything runs.
     local code, _, err = H.run(job_file(work, t, nil, nil, "os.exit(3)"), work)
-    assert.are.equal(1, code, err)
+    assert.are.equal(78, code, err)
     assert.truthy(H.last_line(err):find("os.exit is not allowed in a job script", 1, true), err)
   end)
 end)
@@ -647,6 +691,34 @@ describe("script.batch.timeout.ms", function()
   end)
 end)
 
+describe("the README's first scripting example", function()
+  it("skips a record its converter cannot read, says so, and publishes the rest", function()
+    local readme = H.slurp(H.root .. "/README.md")
+    local from = assert(readme:find("**What the first converter gets.**", 1, true))
+    local code = assert(readme:match("```lua\n(.-)```", from))
+    local t = H.unique("scr_readme")
+    H.create_topic(t, 1)
+    local work = H.workdir("scr_readme")
+    local job = work .. "/job.lua"
+    H.spit(job, (code:gsub('"localhost:9092"', string.format("%q", H.bootstrap()))
+      :gsub('%["topic%.whitelist"%] = "events"', '["topic.whitelist"] = ' .. string.format("%q", t))))
+    H.run_ok(job, work) -- the first run starts at the latest offset (bootstrap.with.offset's default)
+    local lines = {}
+    for i = 0, 39 do lines[#lines + 1] = i == 17 and "not json" or string.format('{"n":%d}', i) end
+    H.produce(t, lines)
+    local log = H.run_ok(job, work)
+    local out = {} -- writer.file.path.type=default: <topic>/<extract id>_append/part.*.json
+    for _, line in ipairs(H.output_lines(work .. "/job-output/" .. t)) do out[#out + 1] = cjson.decode(line) end
+    assert.are.equal(39, #out)
+    for _, o in ipairs(out) do assert.is_true(o.n == o.offset and o.n ~= 17, cjson.encode(o)) end
+    assert.truthy(log:find(" WARN Skipping record " .. t .. ":0 at offset 17: converter 1 failed: invalid JSON at " ..
+      "byte 1: expected a value (the task goes on: 1 failed so far, within decode.error.max.ratio=0.1)", 1, true), log)
+    assert.truthy(log:find(" WARN Of 40 records read, 1 failed in the script: 1 were skipped, 0 were quarantined; ", 1,
+      true), log)
+    assert.same({ [t .. ":0"] = 40 }, H.stored_offsets(work, "job"))
+  end)
+end)
+
 describe("a job script that cannot be loaded", function()
   -- A job that has pulled two records, with two more waiting: each broken version of it must fail before
   -- anything is planned or pulled, leaving offsets and output as they were.
@@ -661,11 +733,11 @@ describe("a job script that cannot be loaded", function()
   end)
 
   local function fails_before_pulling(job, names)
-    local last, log = run_fails(job, work, 1, names)
+    local last, log = run_fails(job, work, 78, names)
     assert.is_nil(log:find("Created workunit", 1, true), log)
     assert.is_nil(log:find("Pulling partition", 1, true), log)
     assert.same(before, traces(work))
-    return last
+    return last, log
   end
 
   it("stops when a converter is not a function", function()
@@ -685,6 +757,21 @@ describe("a job script that cannot be loaded", function()
   it("stops when a require at the top of the job file fails, naming the file and line", function()
     local job = job_file(work, topic, nil, nil, 'local codec = require("kingest_spec_missing_codec")')
     fails_before_pulling(job, { job .. ":1:", "module 'kingest_spec_missing_codec' not found" })
+  end)
+
+  it("prints a load error once: a syntax error alone, an error of the top level after the job's own frames", function()
+    local job = job_file(work, topic, nil, "  decodeRecord = function(msg) return msg:value( end,")
+    local last, log = fails_before_pulling(job, { job .. ":" })
+    assert.are.equal(1, #H.grep(log, "unexpected symbol near 'end'"), log)
+    assert.is_nil(log:find("stack traceback", 1, true), log)
+    assert.are.equal(1, #H.lines(log), log)
+    job = job_file(work, topic, nil, nil, "local t = nil\nlocal x = t.field")
+    last, log = fails_before_pulling(job, { job .. ":2: attempt to index local 't' (a nil value)" })
+    assert.are.equal("kingest: " .. job .. ":2: attempt to index local 't' (a nil value)", last)
+    assert.are.equal(1, #H.grep(log, "attempt to index local 't'"), log)
+    -- The traceback, above the message: the job's frame first, the runtime's after it.
+    assert.truthy(log:find(" ERROR stack traceback of the error below (the script's frames first):\n\t" .. job ..
+      ":2 (main chunk)\n\t", 1, true), log)
   end)
 
   it("leaves the job to pull exactly the two waiting records once repaired", function()

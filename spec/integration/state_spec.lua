@@ -308,6 +308,27 @@ describe("kingest state set-offset's forms", function()
     assert.are.equal(changes, H.sqlite(c.db, "SELECT count(*) FROM state_changes")[1][1])
   end)
 
+  -- A broker asked for the offsets of a partition it does not have would be asked again until
+  -- kafka.metadata.timeout.ms (15 s): set-offset looks the partition up first and answers at once.
+  it("names a topic or a partition the broker does not have at once, with the topic meant, changing nothing", function()
+    local t0 = H.now_ms()
+    local code, _, err = state(c, "set-offset", c.file, topic .. "x:0", "3")
+    assert.are.equal(1, code, err)
+    assert.are.equal("kingest: cannot set the offset of " .. topic .. "x:0: topic " .. topic .. "x is not on the " ..
+      "broker (kafka.brokers=" .. H.bootstrap() .. "); did you mean " .. topic .. ", which the job pulls? (--force " ..
+      "sets it unchecked)", H.last_line(err))
+    code, _, err = state(c, "set-offset", c.file, topic .. ":7", "latest")
+    assert.are.equal(1, code, err)
+    assert.are.equal("kingest: cannot set the offset of " .. topic .. ":7: topic " .. topic .. " has no partition 7: " ..
+      "its partitions are 0 to 0", H.last_line(err))
+    code, _, err = state(c, "set-offset", c.file, H.unique("state_nothing_like_it") .. ":0", "earliest")
+    assert.are.equal(1, code, err)
+    assert.matches(" is not on the broker %(kafka%.brokers=[^,]+, %d+ topics?%)$", H.last_line(err))
+    -- A sanity bound, far below the 15 s a broker's "unknown partition" would cost each.
+    assert.is_true(H.now_ms() - t0 < 10000, H.now_ms() - t0 .. " ms")
+    assert.same({ [topic .. ":0"] = 20 }, H.stored_offsets(c.work, c.name))
+  end)
+
   it("given the job's name, needs the file for the broker's offsets and warns that a number is not checked", function()
     local code, _, err = H.kingest({ "state", "set-offset", c.name, topic .. ":0", "latest", "--work-dir=" .. c.work }, {})
     assert.are.equal(1, code, err)

@@ -54,7 +54,7 @@ describe("a run stopped by a signal", function()
       local code = H.wait_exit(p, 60)
       local log = H.stderr_of(p)
       assert.are.equal(6, code, log)
-      assert.truthy(log:find("kingest: stopping: finishing the batches in hand", 1, true), log)
+      assert.truthy(log:find("kingest: stopping on SIG" .. sig .. ": finishing the batches in hand", 1, true), log)
       assert.truthy(log:find("Stopping partition " .. c.topic .. ":0 early at offset %d+ of " .. N .. ": stopped by SIG" .. sig),
         log)
       assert.truthy(log:find("INFO Job job_" .. c.name .. "_%d+ stopped in %d+ms"), log)
@@ -71,6 +71,44 @@ describe("a run stopped by a signal", function()
       finish(c)
     end)
   end
+
+  it("with --log-format json, says it is stopping, and on which signal, in a JSON line as every other", function()
+    local cjson = require("cjson")
+    local c = slow_job("stop_json")
+    local p = H.spawn({ "run", c.job, "--log-format", "json" }, { GOBBLIN_WORK_DIR = c.work }, c.work .. "/run")
+    assert.truthy(H.wait_until(function()
+      local best = 0
+      for n in H.stderr_of(p):gmatch('"message":"Progress: %S+ %S+ (%d+)/%d+ records') do
+        best = math.max(best, tonumber(n))
+      end
+      return best >= 20
+    end, 30), "the run did not start pulling:\n" .. H.stderr_of(p))
+    assert.are.equal(0, (H.sh("kill -TERM " .. H.pid_of(p))))
+    local code = H.wait_exit(p, 60)
+    local log = H.stderr_of(p)
+    assert.are.equal(6, code, log)
+    local function seconds(time) -- both UTC: their difference is right whatever the local zone
+      local y, mo, d, h, mi, sec = time:match("^(%d+)%-(%d+)%-(%d+)T(%d+):(%d+):(%d+)")
+      return os.time({ year = y, month = mo, day = d, hour = h, min = mi, sec = sec })
+    end
+    local notices, before = {}, nil
+    for _, line in ipairs(H.lines(log)) do
+      local ok, o = pcall(cjson.decode, line)
+      assert.is_true(ok and type(o) == "table", "not JSON: " .. line)
+      assert.matches("^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d%.%d%d%dZ$", o.time)
+      if tostring(o.message):find("^stopping") then
+        notices[#notices + 1] = o
+        o.before = before
+      end
+      before = o.time
+    end
+    assert.are.equal(1, #notices, log)
+    assert.same({ "WARN", "SIGTERM", c.name }, { notices[1].level, notices[1].signal, notices[1].job })
+    assert.are.equal("stopping on SIGTERM: finishing the batches in hand and committing what was completely written " ..
+      "(signal again to stop at once)", notices[1].message)
+    -- The notice's time, worked out by hand in the signal handler, is that of the line before it, give or take.
+    assert.is_true(math.abs(seconds(notices[1].time) - seconds(notices[1].before)) <= 5, log)
+  end)
 
   it("a second signal ends the process at once; the next run records it as DIED and publishes each record once", function()
     local c = slow_job("stop_twice")

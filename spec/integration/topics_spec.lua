@@ -340,6 +340,43 @@ describe("cluster errors while planning", function()
     assert.matches("Broker: Topic authorization failed %(after %d+ ms%)$", H.last_line(err))
   end)
 
+  -- KINGEST_KAFKA_FAULT with a partition: that one partition answers "leader not available" for the whole run,
+  -- as a partition whose leader is down does, while the others answer.
+  it("leave a partition without a leader out of the run: it keeps its offset, the others are pulled, the run is PARTIAL", function()
+    local topic = H.unique("leaderless")
+    H.create_topic(topic, 3)
+    for p = 0, 2 do H.produce(topic, H.records(topic, p, 1, 3), p) end
+    local work = H.workdir("leaderless")
+    local job = job_file(work, topic, { ["bootstrap.with.offset"] = "earliest", ["kafka.metadata.timeout.ms"] = 4000 })
+    H.run_ok(job, work)
+    for p = 0, 2 do H.produce(topic, H.records(topic, p, 4, 5), p) end
+    local fault = { KINGEST_KAFKA_FAULT = "offsets:LEADER_NOT_AVAILABLE:1000000:" .. topic .. ":1" }
+    local code, _, log = H.run(job, work, fault)
+    assert.are.equal(0, code, log)
+    assert_logged(log, "WARN cannot fetch the offsets of partition " .. topic .. ":1: Broker: Leader not available; " ..
+      "skipping the partition this run, its stored offset is kept")
+    assert_logged(log, "WARN 1 partitions were not pulled: the brokers gave no offsets for them within " ..
+      "kafka.metadata.timeout.ms (they keep their stored offsets; the next run tries again): " .. topic ..
+      ":1 (Broker: Leader not available)")
+    assert.same({ [topic .. ":0"] = 5, [topic .. ":1"] = 3, [topic .. ":2"] = 5 }, H.stored_offsets(work, JOB))
+    local run = H.sqlite(db(work), "SELECT result, message FROM runs ORDER BY started_ms DESC LIMIT 1")[1]
+    assert.same({ "PARTIAL", "1 partitions not pulled, the brokers gave no offsets: " .. topic ..
+      ":1 (Broker: Leader not available)" }, run)
+    -- job.fail.on.partial=true: the same commit of what could be pulled, and exit status 4 naming the partition.
+    H.produce(topic, H.records(topic, 0, 6, 6), 0)
+    local strict = job_file(work, topic, { ["bootstrap.with.offset"] = "earliest", ["kafka.metadata.timeout.ms"] = 4000,
+      ["job.fail.on.partial"] = true })
+    code, _, log = H.run(strict, work, fault)
+    assert.are.equal(4, code, log)
+    assert.are.equal("kingest: the run was partial (job.fail.on.partial=true): 1 partitions not pulled, the brokers " ..
+      "gave no offsets: " .. topic .. ":1 (Broker: Leader not available)", H.last_line(log))
+    assert.same({ [topic .. ":0"] = 6, [topic .. ":1"] = 3, [topic .. ":2"] = 5 }, H.stored_offsets(work, JOB))
+    -- With its leader back, the next run pulls what it had waiting; every record is published once.
+    H.run_ok(job, work)
+    assert.same({ [topic .. ":0"] = 6, [topic .. ":1"] = 5, [topic .. ":2"] = 5 }, H.stored_offsets(work, JOB))
+    assert.same(H.sorted(H.kcat_payloads(topic)), H.sorted(output(work, topic)))
+  end)
+
   it("from a broker that accepts connections but never answers fail within the timeout, saying how long", function()
     -- A listener that never answers: a Kafka client waits for its first response until it gives up.
     local port_file = H.workdir("silent") .. "/port"

@@ -114,8 +114,10 @@ describe("kingest validate", function()
     local decode_at = csv .. ":" .. line_of(csv, "decodeRecord = function")
     assert.truthy(out:find("\ndecodeRecord " .. decode_at .. "\n", 1, true), out)
     assert.truthy(out:find("\nconverters   none\n", 1, true), out)
-    assert.truthy(out:find("\non errors    decode.error.policy=quarantine, task.skip.error.records not set, " ..
-      "decode.error.max.ratio=0.5\n", 1, true), out)
+    -- What becomes of a failed record, and of its task.
+    assert.truthy(out:find("\non errors    decode.error.policy=quarantine: a record that fails in decodeRecord is " ..
+      "quarantined, up to decode.error.max.ratio=0.5 of a task's records; a converter failure fails the task, as " ..
+      "task.skip.error.records is not set\n", 1, true), out)
     assert.truthy(out:find("\nwriter       the simple writer, json, codec null: " .. dir .. "/work/job-output/<topic>/" ..
       "part.<taskId>.json\n", 1, true), out)
 
@@ -248,6 +250,62 @@ describe("kingest validate", function()
       "gobblin.source.kafka_json?", 1, true), err)
   end)
 
+  it("refuses a kafka.brokers entry that is not host:port, naming the entry and why (78), as a run does", function()
+    local dir = scratch("validate_brokers")
+    for _, case in ipairs({
+      { "localhost:9092x", "entry 'localhost:9092x' is not host:port: invalid port: expected a number from 1 to 65535" },
+      { NOWHERE .. ",kafka-2:0", "entry 'kafka-2:0' is not host:port: invalid port: expected a number from 1 to 65535" },
+      { "::1:9092", "entry '::1:9092' is not host:port: an IPv6 address goes in brackets, with the port after them: " ..
+        "[::1]:9092" },
+      { "[::1:9092", "entry '[::1:9092' is not host:port: an IPv6 address needs its closing bracket: [::1]:9092" },
+    }) do
+      local path = job(dir, { ["kafka.brokers"] = case[1] })
+      for _, cmd in ipairs({ "validate", "run" }) do
+        local code, out, err = kingest(dir, { cmd, path })
+        assert.are.equal(EX_CONFIG, code, cmd .. " " .. case[1] .. ": " .. err)
+        assert.are.equal("", out)
+        assert.are.equal("kingest: " .. path .. ": property kafka.brokers=" .. case[1] .. ": " .. case[2],
+          last_line(err))
+      end
+    end
+    -- An IPv6 address in brackets, a protocol prefix and spaces around the entries are fine.
+    local path = job(dir, { ["kafka.brokers"] = "[::1]:9092, SASL_SSL://kafka-1.example.com:9093" })
+    local code, out, err = kingest(dir, { "validate", path })
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("\nbrokers      [::1]:9092, SASL_SSL://kafka-1.example.com:9093 (not contacted)\n", 1, true),
+      out)
+    assert_nothing_written(dir)
+  end)
+
+  it("logs a WARN, once, for each test hook set in the environment, naming it and its value (docs/testing.md)", function()
+    local dir = scratch("validate_hooks_env")
+    local path = job(dir, {})
+    local hooks = { KINGEST_CRASH_AT = "publish:2", KINGEST_FAULT = "publish.move:1,state.finish.busy",
+                    KINGEST_POWERCUT = "0", KINGEST_KAFKA_FAULT = "offsets:NOT_LEADER_FOR_PARTITION:3",
+                    KINGEST_MAP_CRASH_AT = "map:1" }
+    local code, out, err = kingest(dir, { "validate", path }, nil, hooks)
+    assert.are.equal(0, code, err)
+    assert.are.equal("OK", last_line(out))
+    local what = {
+      KINGEST_CRASH_AT = "the process kills itself (SIGKILL) at a crash point",
+      KINGEST_FAULT = "steps of the commit fail on purpose",
+      KINGEST_POWERCUT = "the local file system is behind a simulated power loss",
+      KINGEST_KAFKA_FAULT = "Kafka queries of the planning fail on purpose",
+      KINGEST_MAP_CRASH_AT = "the first attempt of each Hadoop map kills itself at a crash point",
+    }
+    for name, value in pairs(hooks) do
+      local lines = H.grep(err, " WARN Test hook " .. name .. "=")
+      assert.are.equal(1, #lines, name .. ":\n" .. err)
+      assert.matches(" WARN Test hook " .. name .. "=" .. value:gsub("%p", "%%%0") .. " is set: " ..
+        what[name]:gsub("%p", "%%%0") .. "; not for production use %(docs/testing%.md%)$", lines[1])
+    end
+    -- None set: not a word.
+    code, _, err = kingest(dir, { "validate", path })
+    assert.are.equal(0, code, err)
+    assert.are.same({}, H.grep(err, "Test hook"))
+    assert_nothing_written(dir)
+  end)
+
   it("says a job file that cannot be read is missing input (66)", function()
     local dir = scratch("validate_missing")
     local code, out, err = kingest(dir, { "validate", dir .. "/nope.lua" })
@@ -308,8 +366,8 @@ describe("kingest test", function()
     }, json_lines(out))
     local decode_line = line_of(csv, 'error("quantity and price must be numbers')
     assert.truthy(err:find(" WARN Quarantining record orders_csv:0 at offset 2: decodeRecord failed: " .. csv .. ":" ..
-      decode_line .. ": quantity and price must be numbers, got x and 1\nstack traceback:\n", 1, true), err)
-    assert.truthy(err:find("\n\t" .. csv .. ":" .. decode_line .. ": in function", 1, true), err)
+      decode_line .. ": quantity and price must be numbers, got x and 1 (the task goes on: 1 failed so far, within " ..
+      "decode.error.max.ratio=0.5)\nstack traceback:\n\t" .. csv .. ":" .. decode_line .. " (decodeRecord)\n", 1, true), err)
     local lines = summary_lines(err)
     assert.matches("^kingest test: quarantine file .*/job%-output/orders_csv/_errors/" ..
       "part%.task_example_csv_to_json_%d+_0%.jsonl$", lines[2])
@@ -356,7 +414,8 @@ describe("kingest test", function()
       assert.are.equal(expected(10, 4), out)
       local line = line_of(path, 'error("cannot decode')
       assert.truthy(err:find(" WARN Skipping record events:0 at offset 4: decodeRecord failed: " .. path .. ":" ..
-        line .. ": cannot decode bad at 4\nstack traceback:\n", 1, true), err)
+        line .. ": cannot decode bad at 4 (the task goes on: 1 failed so far, within decode.error.max.ratio=0.1)\n" ..
+        "stack traceback:\n\t" .. path .. ":" .. line .. " (decodeRecord)\n", 1, true), err)
       assert.are.equal("kingest test: 10 records read: 9 written (9 outputs), 0 dropped, 1 skipped, 0 quarantined, " ..
         "0 failed, 0 not processed", last_line(err))
       -- Every record fine: exit 0.
@@ -374,8 +433,13 @@ describe("kingest test", function()
       assert.truthy(err:find("kingest test: a run would fail the task here, publish none of its output and move no " ..
         "offset: 1 of the task's 5 records failed in the script, more than decode.error.max.ratio=0.1 of them; last " ..
         "at events:0 offset 1", 1, true), err)
-      assert.are.equal("kingest test: 5 records read: 1 written (1 output), 0 dropped, 1 skipped, 0 quarantined, " ..
-        "0 failed, 3 not processed", last_line(err))
+      -- The record that fails the task is not skipped: it failed, and its line says so.
+      assert.truthy(err:find(" WARN decodeRecord failed for events:0 at offset 1: " .. path .. ":" ..
+        line_of(path, 'error("cannot decode') .. ": cannot decode bad at 1; the task fails: 1 of the task's 5 records " ..
+        "failed in the script, more than decode.error.max.ratio=0.1 (none of its output is published and its offsets " ..
+        "do not move)\nstack traceback:\n", 1, true), err)
+      assert.are.equal("kingest test: 5 records read: 1 written (1 output), 0 dropped, 0 skipped, 0 quarantined, " ..
+        "1 failed, 3 not processed", last_line(err))
     end)
 
     it("stops at it with decode.error.policy=fail", function()
@@ -389,6 +453,26 @@ describe("kingest test", function()
         line_of(path, 'error("cannot decode') .. ": cannot decode bad at 2\nstack traceback:", 1, true), err)
       assert.are.equal("kingest test: 4 records read: 2 written (2 outputs), 0 dropped, 0 skipped, 0 quarantined, " ..
         "1 failed, 1 not processed", last_line(err))
+    end)
+
+    it("with --log-format json writes its report and its failed records as JSON lines, the traceback apart", function()
+      local dir = scratch("test_json")
+      local path = job(dir, {}, CODE)
+      local code, out, err = kingest(dir, { "test", path, "--log-format", "json" }, input(10, 4))
+      assert.are.equal(1, code, err)
+      assert.are.equal(expected(10, 4), out)
+      local lines = {}
+      for _, line in ipairs(H.lines(err)) do
+        local ok, o = pcall(cjson.decode, line)
+        assert.is_true(ok and type(o) == "table", "not JSON: " .. line)
+        lines[#lines + 1] = o
+      end
+      assert.are.equal("Skipping record events:0 at offset 4: decodeRecord failed: " .. path .. ":" ..
+        line_of(path, 'error("cannot decode') .. ": cannot decode bad at 4 (the task goes on: 1 failed so far, within " ..
+        "decode.error.max.ratio=0.1)", lines[1].message)
+      assert.matches("^\t" .. path:gsub("%p", "%%%0") .. ":%d+ %(decodeRecord%)\n", lines[1].traceback)
+      assert.same({ "INFO", "10 records read: 9 written (9 outputs), 0 dropped, 1 skipped, 0 quarantined, 0 failed, " ..
+        "0 not processed" }, { lines[#lines].level, lines[#lines].message })
     end)
   end)
 
