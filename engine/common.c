@@ -41,6 +41,7 @@ const char *kg_err2str(int err) {
   case KG_ERANGE: return "offset out of range";
   case KG_EBUDGET: return "over the error budget";
   case KG_EREGISTRY: return "schema registry error";
+  case KG_ESTALLED: return "nothing moved";
   default: return "unknown error";
   }
 }

@@ -113,9 +113,10 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
 }
 
 /* How a committed run ended: partitions a fetch error stopped short were committed up to where they got, and are
- * named so that a scheduler's log shows the run was partial (the next run goes on from there); a stop signal that
- * ended a partition early makes the run STOPPED (one that came later changes nothing). */
-static kg_outcome_t outcome_of(const kg_job_t *job) {
+ * named with the error (which broker, why) so that a scheduler's log and the history show the run was partial and
+ * why (the next run goes on from there); a stop signal that ended a partition early makes the run STOPPED (one
+ * that came later changes nothing). DETAIL (KG_ERRLEN) gets the history's line for a PARTIAL run, "" otherwise. */
+static kg_outcome_t outcome_of(const kg_job_t *job, char *detail) {
   kg_buf_t behind = {0};
   size_t nbehind = 0;
   bool stopped = false;
@@ -126,18 +127,59 @@ static kg_outcome_t outcome_of(const kg_job_t *job) {
       stopped |= r->stopped;
       if (!r->fetch_failed || r->actual_high >= wu->high) continue;
       if (nbehind++ < 10)
-        kg_buf_appendf(&behind, "%s%s:%d at %lld of %lld", behind.len ? ", " : "", wu->topic, wu->partition,
-                       (long long)r->actual_high, (long long)wu->high);
+        kg_buf_appendf(&behind, "%s%s:%d at %lld of %lld%s%s", behind.len ? "; " : "", wu->topic, wu->partition,
+                       (long long)r->actual_high, (long long)wu->high, r->fetch_error[0] ? ": " : "", r->fetch_error);
     }
   kg_outcome_t outcome = KG_OUTCOME_SUCCESSFUL;
+  detail[0] = 0;
   if (nbehind) {
     KG_WARN("%zu partitions stopped short of their high watermark after fetch errors (the next run goes on from "
             "there): %s%s",
-            nbehind, behind.data, nbehind > 10 ? ", ..." : "");
+            nbehind, behind.data, nbehind > 10 ? "; ..." : "");
+    snprintf(detail, KG_ERRLEN, "%zu partitions stopped short of their high watermark after fetch errors (the next "
+             "run goes on from there): %s%s",
+             nbehind, behind.data, nbehind > 10 ? "; ..." : "");
     outcome = KG_OUTCOME_PARTIAL;
   }
   kg_buf_free(&behind);
+  if (stopped) detail[0] = 0;
   return stopped ? KG_OUTCOME_STOPPED : outcome;
+}
+
+/* A run in which partitions had records to read and not one moved (no record read, none skipped, no offset
+ * advanced: every partition stopped where it started, after fetch errors say) has done nothing a commit could
+ * keep: it fails, whatever job.fail.on.partial says, so that a broker the tasks cannot read from is not taken for
+ * a quiet topic. A stop signal that ended a partition is not this (the run is STOPPED). KG_ESTALLED naming the
+ * partitions and what stopped each, or KG_OK. */
+static int check_moved(const kg_job_t *job, char *errbuf) {
+  size_t waiting = 0;
+  for (size_t i = 0; i < job->ntasks; i++)
+    for (size_t u = 0; u < job->tasks[i].spec.nunits; u++) {
+      const kg_unit_result_t *r = &job->tasks[i].result.units[u];
+      const kg_workunit_t *wu = job->tasks[i].spec.units[u];
+      if (r->stopped || r->records > 0 || r->deleted > 0 || r->actual_high > wu->low) return KG_OK;
+      if (wu->high > wu->low) waiting++;
+    }
+  if (!waiting) return KG_OK;
+  kg_buf_t why = {0};
+  size_t named = 0;
+  for (size_t i = 0; i < job->ntasks; i++)
+    for (size_t u = 0; u < job->tasks[i].spec.nunits; u++) {
+      const kg_unit_result_t *r = &job->tasks[i].result.units[u];
+      const kg_workunit_t *wu = job->tasks[i].spec.units[u];
+      if (wu->high <= wu->low || named++ >= 5) continue;
+      const char *cause = r->fetch_failed && r->fetch_error[0] ? r->fetch_error
+                          : r->premature_stop && r->stop_reason[0] ? r->stop_reason
+                                                                    : "no record was read";
+      kg_buf_appendf(&why, "%s%s:%d (offsets %lld to %lld): %s", why.len ? "; " : "", wu->topic, wu->partition,
+                     (long long)wu->low, (long long)wu->high, cause);
+    }
+  kg_fail(errbuf, KG_ESTALLED,
+          "nothing moved: %zu partitions had records to read and not one was read, so nothing is committed and the "
+          "offsets stay where they were: %s%s",
+          waiting, why.data, waiting > 5 ? "; ..." : "");
+  kg_buf_free(&why);
+  return KG_ESTALLED;
 }
 
 /* The folder of the runs' task data: task.data.root.dir, or mr.job.root.dir for a run on Hadoop. */
@@ -231,8 +273,10 @@ static void report(kg_job_t *job, kg_state_t *state, bool recorded, int rc, kg_o
              kg_stop_signal() == SIGINT ? "SIGINT" : "SIGTERM");
   if (state && recorded) {
     kg_run_counts_t counts = kg_report_counts(&job->metrics, job->tasks, job->ntasks);
-    if (kg_state_run_end(state, job->job_id, job->report.end_ms, &counts, rc ? "FAILED" : outcomes[outcome],
-                         rc ? error : stopped, err))
+    /* The history's detail: a failed run's error, a stopped one's signal, a partial one's partitions and why. */
+    const char *message = rc || outcome == KG_OUTCOME_PARTIAL ? error : stopped;
+    if (kg_state_run_end(state, job->job_id, job->report.end_ms, &counts, rc ? "FAILED" : outcomes[outcome], message,
+                         err))
       KG_WARN("%s", err);
   }
   if (rc == KG_OK)
@@ -295,9 +339,9 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
         snprintf(errbuf, KG_ERRLEN, "%s", cerr);
       else
         rc = task_rc; /* the run still failed: some of it did not arrive */
-    } else {
+    } else if (!(rc = check_moved(&job, errbuf))) {
       rc = commit(&job, state, errbuf);
-      if (!rc) *outcome = outcome_of(&job);
+      if (!rc) *outcome = outcome_of(&job, errbuf);
     }
   }
 

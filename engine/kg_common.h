@@ -21,6 +21,7 @@ enum {
   KG_ERANGE = -9,     /* a Kafka offset outside the partition's range (records deleted under the reader) */
   KG_EBUDGET = -10,   /* more records failed in the script than the error budget allows */
   KG_EREGISTRY = -11, /* the schema registry did not answer, or answered with something that is not a schema */
+  KG_ESTALLED = -12,  /* partitions had records to read and not one record or offset moved */
 };
 
 const char *kg_err2str(int err);

@@ -27,6 +27,7 @@ enum {
   KG_EXIT_PARTIAL = 4, /* job.fail.on.partial=true and fetch errors stopped partitions short */
   KG_EXIT_BUDGET = 5,  /* more records failed in the script than the error budget allows: offsets did not move */
   KG_EXIT_STOPPED = 6, /* SIGTERM or SIGINT: what was completely written is committed, the rest waits */
+  KG_EXIT_STALLED = 7, /* partitions had records to read and not one moved: nothing is committed */
 };
 
 #define KG_EXIT_TABLE                                                                                                  \
@@ -38,7 +39,9 @@ enum {
   "  4  partial: fetch errors stopped partitions short (only with job.fail.on.partial=true; otherwise 0)\n"            \
   "  5  over the error budget: more records failed in the script than task.skip.error.records or\n"                    \
   "     decode.error.max.ratio allow; no offset of the failed task moved\n"                                            \
-  "  6  stopped by SIGTERM or SIGINT: what was completely written is committed, the next run goes on from there\n"
+  "  6  stopped by SIGTERM or SIGINT: what was completely written is committed, the next run goes on from there\n"     \
+  "  7  nothing moved: partitions had records to read and not one record was read (every partition stopped where\n"    \
+  "     it started, after fetch errors); nothing is committed, the offsets stay where they were\n"
 
 static const char *usage_main =
     "Usage: kingest <command> [options]\n"
@@ -455,11 +458,11 @@ static int cmd_run(int argc, char **argv) {
   kg_config_destroy(config);
   if (rc == KG_ELOCKED) return fail(KG_EXIT_LOCKED, err);
   if (rc == KG_EBUDGET) return fail(KG_EXIT_BUDGET, err);
+  if (rc == KG_ESTALLED) return fail(KG_EXIT_STALLED, err);
   if (rc) return fail(KG_EXIT_FAILED, err);
   if (outcome == KG_OUTCOME_STOPPED) return KG_EXIT_STOPPED;
   if (outcome == KG_OUTCOME_PARTIAL && fail_on_partial) {
-    fprintf(stderr, "kingest: the run was partial: fetch errors stopped partitions short of their high watermark "
-                    "(job.fail.on.partial=true)\n");
+    fprintf(stderr, "kingest: the run was partial (job.fail.on.partial=true): %s\n", err);
     return KG_EXIT_PARTIAL;
   }
   return KG_EXIT_OK;
