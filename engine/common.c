@@ -417,11 +417,13 @@ bool kg_fault(const char *point) {
 }
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_group; /* kg_stop_also_signal */
 
 /* Async-signal-safe: the first signal is noted (the run polls it); a second one takes the default action, which
  * ends the process, as a user pressing Ctrl-C twice expects. */
 static void on_stop_signal(int sig) {
   if (stop_signal) {
+    if (stop_group > 0) kill(-(pid_t)stop_group, sig);
     signal(sig, SIG_DFL);
     raise(sig);
     return;
@@ -443,6 +445,8 @@ void kg_stop_install(void) {
 }
 
 int kg_stop_signal(void) { return stop_signal; }
+
+void kg_stop_also_signal(int pgid) { stop_group = pgid; }
 
 size_t kg_edit_distance(const char *a, const char *b, size_t limit) {
   size_t n = strlen(a), m = strlen(b);

@@ -46,8 +46,10 @@ typedef struct {
 } kg_job_t;
 
 /* Packs the work units into tasks, runs them and merges what they did. Returns the first failed task's error
- * (KG_EBUDGET wins, so that its exit status shows) with its message in ERRBUF, and how many failed in *FAILED. */
-static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, char *errbuf) {
+ * (KG_EBUDGET wins, so that its exit status shows) with its message in ERRBUF, and how many failed in *FAILED.
+ * *ABANDONED is set when a stop signal ended the tasks' Hadoop job before it finished: no task has a result, and
+ * nothing of the job may be committed. */
+static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, bool *abandoned, char *errbuf) {
   const kg_config_t *c = job->config;
   int64_t run_start = kg_mono_ms();
   kg_task_spec_t base = {.job_dir = job->job_dir, .extract_id = job->extract_id, .fs = job->fs, .writer = job->writer};
@@ -76,7 +78,7 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, char *errbu
                       .tasks = job->tasks,
                       .ntasks = job->ntasks};
     char mr_err[KG_ERRLEN];
-    if (kg_mr_run(&mr, mr_err)) KG_ERROR("%s", mr_err);
+    if (kg_mr_run(&mr, abandoned, mr_err) && !*abandoned) KG_ERROR("%s", mr_err);
   } else {
     kg_executor_run(&x);
   }
@@ -85,6 +87,7 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, char *errbu
   kg_report_event(&job->report, "JobRunTimer", md);
   int task_rc = KG_OK;
   *failed = 0;
+  if (*abandoned) return KG_OK;
   for (size_t i = 0; i < job->ntasks; i++) {
     const kg_task_t *t = &job->tasks[i];
     kg_metrics_merge(&job->metrics, &t->result.metrics);
@@ -300,7 +303,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   kg_report_init(&job.report, c, job.job_id, job.start_ms);
   kg_lock_t *lock = NULL;
   kg_state_t *state = NULL;
-  bool recorded = false;
+  bool recorded = false, abandoned = false;
   size_t failed = 0;
 
   KG_INFO("Starting job %s (%s) from %s", c->job_name, job.job_id, c->job_file);
@@ -325,8 +328,11 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
     *outcome = KG_OUTCOME_STOPPED;
   } else if (!rc) {
     /* Pack and execute, then commit. */
-    int task_rc = execute(&job, state, &failed, errbuf);
-    if (failed && c->commit_policy == KG_COMMIT_FULL) {
+    int task_rc = execute(&job, state, &failed, &abandoned, errbuf);
+    if (abandoned) {
+      /* The Hadoop job was killed on a stop signal: none of it is published, no offset moves. */
+      *outcome = KG_OUTCOME_STOPPED;
+    } else if (failed && c->commit_policy == KG_COMMIT_FULL) {
       rc = task_rc;
       KG_ERROR("%zu of %zu tasks failed; job.commit.policy=full: nothing is published and no offset moves", failed,
                job.ntasks);

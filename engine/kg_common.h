@@ -87,6 +87,9 @@ void kg_fault_scope(const char *scope);
  * came. Installs the handlers; call once, before any thread starts. */
 void kg_stop_install(void);
 int kg_stop_signal(void);
+/* A child's process group (its pid, leader of its own group) that the second signal also ends, before this process
+ * ends: a Hadoop client the run waits for. 0: none. */
+void kg_stop_also_signal(int pgid);
 
 /* Milliseconds since the epoch, and a monotonic clock in milliseconds. */
 int64_t kg_now_ms(void);

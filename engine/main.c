@@ -169,11 +169,20 @@ static const char *usage_run_task =
     "Usage: kingest run-task JOB [options]\n"
     "\n"
     "What each map of a MapReduce run executes (launcher.type=MAPREDUCE): reads task lines on stdin (as the\n"
-    "driver wrote them, after Hadoop's byte offset), runs each task with the job's properties, writing under\n"
+    "driver wrote them, after Hadoop's byte offset), runs each task, writing under\n"
     "<mr.job.root.dir>/<job>/<jobId>/attempts/<attempt id> on HDFS, and prints its result on one line of\n"
     "stdout, starting \"kingest-result<TAB>\". While a task runs, progress goes to stderr as Hadoop\n"
-    "Streaming's \"reporter:status:\" lines. The attempt id is $mapreduce_task_attempt_id. A failed task is\n"
-    "a result, not an error: the exit status is not 0 only when no result could be printed.\n"
+    "Streaming's \"reporter:status:\" lines. The attempt id is $mapreduce_task_attempt_id.\n"
+    "\n"
+    "A task runs on the properties its line carries, as the driver resolved them (its environment, its\n"
+    "${env:VAR}s), not on this map's own evaluation of JOB; the properties that evaluation gives otherwise\n"
+    "are named (names only) in the log. JOB gives the task its code (decodeRecord, converters, partition...)\n"
+    "and its secrets: a property whose name marks a secret (password, secret, token, credentials, key\n"
+    "material: kafka.consumer.sasl.password, kafka.consumer.ssl.key.password, ...) never travels in the task\n"
+    "line, and a task whose driver had one that this map's evaluation of JOB has not fails, naming it.\n"
+    "\n"
+    "A failed task is a result, not an error: the exit status is not 0 only when no result could be printed\n"
+    "(a line that is not a task line, stdout that cannot be written).\n"
     "\n"
     "Options:\n"
     "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR, else the current folder)\n"
@@ -477,16 +486,26 @@ static int cmd_run_task(int argc, char **argv) {
     return 2;
   }
   char err[KG_ERRLEN] = "";
-  kg_config_t *config = NULL;
   /* A map's work dir is its container's folder: nothing of it outlives the attempt. */
   if (!has(&a, OPT_WORK_DIR)) {
     const char *env = getenv("GOBBLIN_WORK_DIR");
     a.values[OPT_WORK_DIR] = env && *env ? env : ".";
   }
-  if (load_config(a.positional[0], &a, &config, err)) return fail(KG_EXIT_FAILED, err);
+  /* The job file as this map evaluates it gives the task its secrets only: the rest comes with the task line, as the
+   * driver resolved it. That it cannot be evaluated here is not yet an error (a variable of the driver's). */
+  kg_props_t *own = NULL;
+  bool is_lua = false;
+  char own_error[KG_ERRLEN] = "";
+  if (kg_jobfile_load(a.positional[0], &own, &is_lua, own_error)) own = NULL;
   kg_stop_install();
-  int rc = kg_mr_run_task(config, err);
-  kg_config_destroy(config);
+  kg_mr_map_t map = {.job_file = a.positional[0],
+                     .job_is_lua = is_lua,
+                     .own = own,
+                     .own_error = own_error,
+                     .work_dir = value(&a, OPT_WORK_DIR),
+                     .log_format_set = has(&a, OPT_LOG_FORMAT)};
+  int rc = kg_mr_run_task(&map, err);
+  kg_props_destroy(own);
   return rc ? fail(KG_EXIT_FAILED, err) : KG_EXIT_OK;
 }
 
