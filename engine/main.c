@@ -95,7 +95,8 @@ static const char *usage_run =
     "\n"
     "SIGTERM or SIGINT stops the run gracefully: no new batch is fetched, what was completely written is\n"
     "committed, and the run is recorded as STOPPED. A second signal ends the process at once (the commit\n"
-    "journal keeps that safe: the next run finishes or discards what was under way).\n"
+    "journal keeps that safe: the next run finishes or discards what was under way). In MapReduce mode the\n"
+    "signal kills the Hadoop job (mr.hadoop.command job -kill), and nothing of it is committed.\n"
     "\n" KG_EXIT_TABLE;
 
 static const char *usage_state =
