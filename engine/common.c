@@ -42,6 +42,7 @@ const char *kg_err2str(int err) {
   case KG_EBUDGET: return "over the error budget";
   case KG_EREGISTRY: return "schema registry error";
   case KG_ERECORD: return "record refused by the writer";
+  case KG_ESTALLED: return "nothing moved";
   default: return "unknown error";
   }
 }
@@ -473,6 +474,7 @@ bool kg_fault(const char *point) {
 }
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_group; /* kg_stop_also_signal */
 
 /* Appends S to the line at *N of SIZE bytes, as the inside of a JSON string when ESCAPE: async-signal-safe. */
 static void put(char *line, size_t size, size_t *n, const char *s, bool escape) {
@@ -560,6 +562,7 @@ static void stop_notice(int sig) {
  * ends the process, as a user pressing Ctrl-C twice expects. */
 static void on_stop_signal(int sig) {
   if (stop_signal) {
+    if (stop_group > 0) kill(-(pid_t)stop_group, sig);
     signal(sig, SIG_DFL);
     raise(sig);
     return;
@@ -578,6 +581,8 @@ void kg_stop_install(void) {
 }
 
 int kg_stop_signal(void) { return stop_signal; }
+
+void kg_stop_also_signal(int pgid) { stop_group = pgid; }
 
 size_t kg_edit_distance(const char *a, const char *b, size_t limit) {
   size_t n = strlen(a), m = strlen(b);

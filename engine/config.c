@@ -637,7 +637,8 @@ static const kg_property_t properties[] = {
      KG_FIELD(fail_on_partial),
      .doc = "A run that committed but whose fetch errors stopped partitions short of their high watermark, or that "
             "left out partitions the brokers gave no offsets for, exits with status 4 instead of 0 (it is `PARTIAL` "
-            "in the history either way)."},
+            "in the history either way). A run in which partitions had records to read and not one moved fails with "
+            "status 7 whatever this says."},
 
     /* Tasks. */
     {.name = "mr.job.max.mappers",

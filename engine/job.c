@@ -43,12 +43,14 @@ typedef struct {
   kg_fs_t *pub_fs;               /* the final folder's (data.publisher.fs.uri): FS itself when they are the same */
   kg_publish_t publish;          /* what the commit moves files with */
   const kg_writer_ops_t *writer; /* the output format (writer.builder.class, writer.output.format) */
-  char partial[512];             /* why a committed run is PARTIAL, for its history; "" when it is not */
+  char partial[KG_ERRLEN];            /* why a committed run is PARTIAL, for its history; "" when it is not */
 } kg_job_t;
 
 /* Packs the work units into tasks, runs them and merges what they did. Returns the first failed task's error
- * (KG_EBUDGET wins, so that its exit status shows) with its message in ERRBUF, and how many failed in *FAILED. */
-static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, char *errbuf) {
+ * (KG_EBUDGET wins, so that its exit status shows) with its message in ERRBUF, and how many failed in *FAILED.
+ * *ABANDONED is set when a stop signal ended the tasks' Hadoop job before it finished: no task has a result, and
+ * nothing of the job may be committed. */
+static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, bool *abandoned, char *errbuf) {
   const kg_config_t *c = job->config;
   int64_t run_start = kg_mono_ms();
   kg_task_spec_t base = {.job_dir = job->job_dir, .extract_id = job->extract_id, .fs = job->fs, .writer = job->writer};
@@ -77,7 +79,7 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, char *errbu
                       .tasks = job->tasks,
                       .ntasks = job->ntasks};
     char mr_err[KG_ERRLEN];
-    if (kg_mr_run(&mr, mr_err)) KG_ERROR("%s", mr_err);
+    if (kg_mr_run(&mr, abandoned, mr_err) && !*abandoned) KG_ERROR("%s", mr_err);
   } else {
     kg_executor_run(&x);
   }
@@ -86,6 +88,7 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, char *errbu
   kg_report_event(&job->report, "JobRunTimer", md);
   int task_rc = KG_OK;
   *failed = 0;
+  if (*abandoned) return KG_OK;
   for (size_t i = 0; i < job->ntasks; i++) {
     const kg_task_t *t = &job->tasks[i];
     kg_metrics_merge(&job->metrics, &t->result.metrics);
@@ -114,9 +117,10 @@ static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
 }
 
 /* How a committed run ended: partitions a fetch error stopped short were committed up to where they got, and are
- * named so that a scheduler's log shows the run was partial (the next run goes on from there), as are partitions
- * the brokers gave no offsets for, which were not pulled and keep their stored offsets; a stop signal that ended a
- * partition early makes the run STOPPED (one that came later changes nothing). */
+ * named with the error (which broker, why) so that a scheduler's log and the history show the run was partial and
+ * why (the next run goes on from there), as are partitions the brokers gave no offsets for, which were not pulled
+ * and keep their stored offsets; a stop signal that ended a partition early makes the run STOPPED (one that came
+ * later changes nothing). JOB->partial gets the history's line for a PARTIAL run, "" otherwise. */
 static kg_outcome_t outcome_of(kg_job_t *job) {
   kg_buf_t behind = {0};
   size_t nbehind = 0;
@@ -128,16 +132,19 @@ static kg_outcome_t outcome_of(kg_job_t *job) {
       stopped |= r->stopped;
       if (!r->fetch_failed || r->actual_high >= wu->high) continue;
       if (nbehind++ < 10)
-        kg_buf_appendf(&behind, "%s%s:%d at %lld of %lld", behind.len ? ", " : "", wu->topic, wu->partition,
-                       (long long)r->actual_high, (long long)wu->high);
+        kg_buf_appendf(&behind, "%s%s:%d at %lld of %lld%s%s", behind.len ? "; " : "", wu->topic, wu->partition,
+                       (long long)r->actual_high, (long long)wu->high, r->fetch_error[0] ? ": " : "", r->fetch_error);
     }
   kg_outcome_t outcome = KG_OUTCOME_SUCCESSFUL;
+  job->partial[0] = 0;
   if (nbehind) {
     KG_WARN("%zu partitions stopped short of their high watermark after fetch errors (the next run goes on from "
             "there): %s%s",
-            nbehind, behind.data, nbehind > 10 ? ", ..." : "");
-    snprintf(job->partial, sizeof job->partial, "%zu partitions stopped short after fetch errors: %s%s", nbehind,
-             behind.data, nbehind > 10 ? ", ..." : "");
+            nbehind, behind.data, nbehind > 10 ? "; ..." : "");
+    snprintf(job->partial, sizeof job->partial,
+             "%zu partitions stopped short of their high watermark after fetch errors (the next run goes on from "
+             "there): %s%s",
+             nbehind, behind.data, nbehind > 10 ? "; ..." : "");
     outcome = KG_OUTCOME_PARTIAL;
   }
   if (job->plan.nunanswered) {
@@ -151,7 +158,44 @@ static kg_outcome_t outcome_of(kg_job_t *job) {
     outcome = KG_OUTCOME_PARTIAL;
   }
   kg_buf_free(&behind);
+  if (stopped) job->partial[0] = 0;
   return stopped ? KG_OUTCOME_STOPPED : outcome;
+}
+
+/* A run in which partitions had records to read and not one moved (no record read, none skipped, no offset
+ * advanced: every partition stopped where it started, after fetch errors say) has done nothing a commit could
+ * keep: it fails, whatever job.fail.on.partial says, so that a broker the tasks cannot read from is not taken for
+ * a quiet topic. A stop signal that ended a partition is not this (the run is STOPPED). KG_ESTALLED naming the
+ * partitions and what stopped each, or KG_OK. */
+static int check_moved(const kg_job_t *job, char *errbuf) {
+  size_t waiting = 0;
+  for (size_t i = 0; i < job->ntasks; i++)
+    for (size_t u = 0; u < job->tasks[i].spec.nunits; u++) {
+      const kg_unit_result_t *r = &job->tasks[i].result.units[u];
+      const kg_workunit_t *wu = job->tasks[i].spec.units[u];
+      if (r->stopped || r->records > 0 || r->deleted > 0 || r->actual_high > wu->low) return KG_OK;
+      if (wu->high > wu->low) waiting++;
+    }
+  if (!waiting) return KG_OK;
+  kg_buf_t why = {0};
+  size_t named = 0;
+  for (size_t i = 0; i < job->ntasks; i++)
+    for (size_t u = 0; u < job->tasks[i].spec.nunits; u++) {
+      const kg_unit_result_t *r = &job->tasks[i].result.units[u];
+      const kg_workunit_t *wu = job->tasks[i].spec.units[u];
+      if (wu->high <= wu->low || named++ >= 5) continue;
+      const char *cause = r->fetch_failed && r->fetch_error[0] ? r->fetch_error
+                          : r->premature_stop && r->stop_reason[0] ? r->stop_reason
+                                                                    : "no record was read";
+      kg_buf_appendf(&why, "%s%s:%d (offsets %lld to %lld): %s", why.len ? "; " : "", wu->topic, wu->partition,
+                     (long long)wu->low, (long long)wu->high, cause);
+    }
+  kg_fail(errbuf, KG_ESTALLED,
+          "nothing moved: %zu partitions had records to read and not one was read, so nothing is committed and the "
+          "offsets stay where they were: %s%s",
+          waiting, why.data, waiting > 5 ? "; ..." : "");
+  kg_buf_free(&why);
+  return KG_ESTALLED;
 }
 
 /* The folder of the runs' task data: task.data.root.dir, or mr.job.root.dir for a run on Hadoop. */
@@ -280,7 +324,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   kg_report_init(&job.report, c, job.job_id, job.start_ms);
   kg_lock_t *lock = NULL;
   kg_state_t *state = NULL;
-  bool recorded = false;
+  bool recorded = false, abandoned = false;
   size_t failed = 0;
 
   KG_INFO("Starting job %s (%s) from %s", c->job_name, job.job_id, c->job_file);
@@ -305,8 +349,11 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
     *outcome = KG_OUTCOME_STOPPED;
   } else if (!rc) {
     /* Pack and execute, then commit. */
-    int task_rc = execute(&job, state, &failed, errbuf);
-    if (failed && c->commit_policy == KG_COMMIT_FULL) {
+    int task_rc = execute(&job, state, &failed, &abandoned, errbuf);
+    if (abandoned) {
+      /* The Hadoop job was killed on a stop signal: none of it is published, no offset moves. */
+      *outcome = KG_OUTCOME_STOPPED;
+    } else if (failed && c->commit_policy == KG_COMMIT_FULL) {
       rc = task_rc;
       KG_ERROR("%zu of %zu tasks failed; job.commit.policy=full: nothing is published and no offset moves", failed,
                job.ntasks);
@@ -323,7 +370,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
         snprintf(errbuf, KG_ERRLEN, "%s", cerr);
       else
         rc = task_rc; /* the run still failed: some of it did not arrive */
-    } else {
+    } else if (!(rc = check_moved(&job, errbuf))) {
       rc = commit(&job, state, errbuf);
       if (!rc) *outcome = outcome_of(&job);
       if (!rc && *outcome == KG_OUTCOME_PARTIAL) snprintf(errbuf, KG_ERRLEN, "%s", job.partial);

@@ -23,6 +23,7 @@ enum {
   KG_EREGISTRY = -11, /* the schema registry did not answer, or answered with something that is not a schema */
   KG_ERECORD = -12,   /* a writer refused one record (it does not fit the format): that record fails, the file is
                          as before it, and the task goes on (writer.h) */
+  KG_ESTALLED = -13,  /* partitions had records to read and not one record or offset moved */
 };
 
 const char *kg_err2str(int err);
@@ -97,6 +98,9 @@ void kg_fault_scope(const char *scope);
  * came. Installs the handlers; call once, before any thread starts. */
 void kg_stop_install(void);
 int kg_stop_signal(void);
+/* A child's process group (its pid, leader of its own group) that the second signal also ends, before this process
+ * ends: a Hadoop client the run waits for. 0: none. */
+void kg_stop_also_signal(int pgid);
 
 /* Milliseconds since the epoch, and a monotonic clock in milliseconds. */
 int64_t kg_now_ms(void);

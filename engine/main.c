@@ -29,6 +29,7 @@ enum {
   KG_EXIT_PARTIAL = 4, /* job.fail.on.partial=true and fetch errors stopped partitions short */
   KG_EXIT_BUDGET = 5,  /* more records failed in the script than the error budget allows: offsets did not move */
   KG_EXIT_STOPPED = 6, /* SIGTERM or SIGINT: what was completely written is committed, the rest waits */
+  KG_EXIT_STALLED = 7, /* partitions had records to read and not one moved: nothing is committed */
   KG_EXIT_NOINPUT = EX_NOINPUT, /* 66: the job file cannot be read; nothing was done */
   KG_EXIT_CONFIG = EX_CONFIG,   /* 78: the job is not valid (kingest validate says why); nothing was done */
 };
@@ -45,6 +46,8 @@ enum {
   "  5  over the error budget: more records failed in the script than task.skip.error.records or\n"                    \
   "     decode.error.max.ratio allow; no offset of the failed task moved\n"                                            \
   "  6  stopped by SIGTERM or SIGINT: what was completely written is committed, the next run goes on from there\n"     \
+  "  7  nothing moved: partitions had records to read and not one record was read (every partition stopped where\n"    \
+  "     it started, after fetch errors); nothing is committed, the offsets stay where they were\n"    \
   "  66  the job file cannot be read; nothing was done\n"                                                              \
   "  78  the job is not valid (kingest validate says why); nothing was done\n"
 
@@ -100,7 +103,8 @@ static const char *usage_run =
     "\n"
     "SIGTERM or SIGINT stops the run gracefully: no new batch is fetched, what was completely written is\n"
     "committed, and the run is recorded as STOPPED. A second signal ends the process at once (the commit\n"
-    "journal keeps that safe: the next run finishes or discards what was under way).\n"
+    "journal keeps that safe: the next run finishes or discards what was under way). In MapReduce mode the\n"
+    "signal kills the Hadoop job (mr.hadoop.command job -kill), and nothing of it is committed.\n"
     "\n" KG_EXIT_TABLE;
 
 static const char *usage_state =
@@ -174,11 +178,20 @@ static const char *usage_run_task =
     "Usage: kingest run-task JOB [options]\n"
     "\n"
     "What each map of a MapReduce run executes (launcher.type=MAPREDUCE): reads task lines on stdin (as the\n"
-    "driver wrote them, after Hadoop's byte offset), runs each task with the job's properties, writing under\n"
+    "driver wrote them, after Hadoop's byte offset), runs each task, writing under\n"
     "<mr.job.root.dir>/<job>/<jobId>/attempts/<attempt id> on HDFS, and prints its result on one line of\n"
     "stdout, starting \"kingest-result<TAB>\". While a task runs, progress goes to stderr as Hadoop\n"
-    "Streaming's \"reporter:status:\" lines. The attempt id is $mapreduce_task_attempt_id. A failed task is\n"
-    "a result, not an error: the exit status is not 0 only when no result could be printed.\n"
+    "Streaming's \"reporter:status:\" lines. The attempt id is $mapreduce_task_attempt_id.\n"
+    "\n"
+    "A task runs on the properties its line carries, as the driver resolved them (its environment, its\n"
+    "${env:VAR}s), not on this map's own evaluation of JOB; the properties that evaluation gives otherwise\n"
+    "are named (names only) in the log. JOB gives the task its code (decodeRecord, converters, partition...)\n"
+    "and its secrets: a property whose name marks a secret (password, secret, token, credentials, key\n"
+    "material: kafka.consumer.sasl.password, kafka.consumer.ssl.key.password, ...) never travels in the task\n"
+    "line, and a task whose driver had one that this map's evaluation of JOB has not fails, naming it.\n"
+    "\n"
+    "A failed task is a result, not an error: the exit status is not 0 only when no result could be printed\n"
+    "(a line that is not a task line, stdout that cannot be written).\n"
     "\n"
     "Options:\n"
     "  -w, --work-dir DIR     Work dir (default: $GOBBLIN_WORK_DIR, else the current folder)\n"
@@ -514,6 +527,7 @@ static int cmd_run(int argc, char **argv) {
   kg_config_destroy(config);
   if (rc == KG_ELOCKED) return fail(KG_EXIT_LOCKED, err);
   if (rc == KG_EBUDGET) return fail(KG_EXIT_BUDGET, err);
+  if (rc == KG_ESTALLED) return fail(KG_EXIT_STALLED, err);
   if (rc) return fail(KG_EXIT_FAILED, err);
   if (outcome == KG_OUTCOME_STOPPED) return KG_EXIT_STOPPED;
   if (outcome == KG_OUTCOME_PARTIAL && fail_on_partial) {
@@ -532,16 +546,26 @@ static int cmd_run_task(int argc, char **argv) {
     return usage_error(2, usage_run_task, "run-task needs one job file");
   }
   char err[KG_ERRLEN] = "";
-  kg_config_t *config = NULL;
   /* A map's work dir is its container's folder: nothing of it outlives the attempt. */
   if (!has(&a, OPT_WORK_DIR)) {
     const char *env = getenv("GOBBLIN_WORK_DIR");
     a.values[OPT_WORK_DIR] = env && *env ? env : ".";
   }
-  if (load_config(a.positional[0], &a, &config, err)) return fail(KG_EXIT_FAILED, err);
+  /* The job file as this map evaluates it gives the task its secrets only: the rest comes with the task line, as the
+   * driver resolved it. That it cannot be evaluated here is not yet an error (a variable of the driver's). */
+  kg_props_t *own = NULL;
+  bool is_lua = false;
+  char own_error[KG_ERRLEN] = "";
+  if (kg_jobfile_load(a.positional[0], &own, &is_lua, own_error)) own = NULL;
   kg_stop_install();
-  int rc = kg_mr_run_task(config, err);
-  kg_config_destroy(config);
+  kg_mr_map_t map = {.job_file = a.positional[0],
+                     .job_is_lua = is_lua,
+                     .own = own,
+                     .own_error = own_error,
+                     .work_dir = value(&a, OPT_WORK_DIR),
+                     .log_format_set = has(&a, OPT_LOG_FORMAT)};
+  int rc = kg_mr_run_task(&map, err);
+  kg_props_destroy(own);
   return rc ? fail(KG_EXIT_FAILED, err) : KG_EXIT_OK;
 }
 

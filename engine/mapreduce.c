@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <poll.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -122,26 +123,57 @@ int kg_mr_check(const kg_config_t *c, kg_fs_t *fs, kg_fs_t *pub_fs, bool reach, 
 
 /* ---- the driver ------------------------------------------------------------------------------------------ */
 
-/* Writes the maps' input: a line per task, {"task", "index", "jobId", "jobDir", "extractId", "units": [...]}. */
+/* A property the maps do not get: the driver's own Hadoop command line, whose -cmdenv values (a secret, say) reach
+ * the maps as their environment. */
+static bool driver_only(const char *key) { return !strcmp(key, "mr.streaming.args"); }
+
+void kg_mr_task_line(kg_buf_t *out, const kg_mr_run_t *run, const kg_task_t *t) {
+  const kg_props_t *props = run->config->props;
+  kg_buf_appendf(out, "{\"task\":");
+  kg_json_string(out, t->spec.task_id);
+  kg_buf_appendf(out, ",\"index\":%d,\"jobId\":", t->spec.index);
+  kg_json_string(out, run->job_id);
+  kg_buf_appendf(out, ",\"jobDir\":");
+  kg_json_string(out, run->job_dir);
+  kg_buf_appendf(out, ",\"extractId\":");
+  kg_json_string(out, run->extract_id);
+  kg_buf_appendf(out, ",\"properties\":[");
+  bool first = true;
+  for (size_t i = 0; i < kg_props_count(props); i++) {
+    const char *key = kg_props_key_at(props, i), *value = kg_props_value_at(props, i);
+    if (driver_only(key) || kg_props_is_secret(key, value)) continue;
+    const char *origin = kg_props_origin(props, key);
+    kg_buf_append(out, first ? "[" : ",[", first ? 1 : 2);
+    first = false;
+    kg_json_string(out, key);
+    kg_buf_append(out, ",", 1);
+    kg_json_string(out, value);
+    kg_buf_append(out, ",", 1);
+    kg_json_string(out, origin ? origin : "");
+    kg_buf_append(out, "]", 1);
+  }
+  kg_buf_appendf(out, "],\"secrets\":[");
+  first = true;
+  for (size_t i = 0; i < kg_props_count(props); i++) {
+    const char *key = kg_props_key_at(props, i);
+    if (driver_only(key) || !kg_props_is_secret(key, kg_props_value_at(props, i))) continue;
+    if (!first) kg_buf_append(out, ",", 1);
+    first = false;
+    kg_json_string(out, key);
+  }
+  kg_buf_appendf(out, "],\"units\":[");
+  for (size_t u = 0; u < t->spec.nunits; u++) {
+    if (u) kg_buf_append(out, ",", 1);
+    kg_workunit_json(out, t->spec.units[u], true);
+  }
+  kg_buf_appendf(out, "]}\n");
+}
+
+/* Writes the maps' input: a line per task (kg_mr_task_line). */
 static int write_input(const kg_mr_run_t *run, const char *path, char *errbuf) {
   kg_buf_t text = {0};
-  for (size_t i = 0; i < run->ntasks; i++) {
-    const kg_task_t *t = &run->tasks[i];
-    kg_buf_appendf(&text, "{\"task\":");
-    kg_json_string(&text, t->spec.task_id);
-    kg_buf_appendf(&text, ",\"index\":%d,\"jobId\":", t->spec.index);
-    kg_json_string(&text, run->job_id);
-    kg_buf_appendf(&text, ",\"jobDir\":");
-    kg_json_string(&text, run->job_dir);
-    kg_buf_appendf(&text, ",\"extractId\":");
-    kg_json_string(&text, run->extract_id);
-    kg_buf_appendf(&text, ",\"units\":[");
-    for (size_t u = 0; u < t->spec.nunits; u++) {
-      if (u) kg_buf_append(&text, ",", 1);
-      kg_workunit_json(&text, t->spec.units[u], true);
-    }
-    kg_buf_appendf(&text, "]}\n");
-  }
+  for (size_t i = 0; i < run->ntasks; i++)
+    kg_mr_task_line(&text, run, &run->tasks[i]);
   char why[KG_ERRLEN];
   kg_fs_stream_t *out = NULL;
   char *dir = kg_xstrndup(path, (size_t)(strrchr(path, '/') - path));
@@ -301,8 +333,80 @@ static void poller_note(poller_t *p, const char *line) {
   pthread_mutex_unlock(&p->mutex);
 }
 
-/* What the Hadoop client says as the job goes: the lines a user wants in the log, at INFO. */
-static void log_client_line(const char *line, char **last, char **rm) {
+/* What the driver keeps of the Hadoop client's output: its last lines (at most TAIL_LINES of TAIL_LINE_BYTES, shown
+ * up to TAIL_BYTES), the last that reads as an error, and the ids and addresses it names. All owned. */
+#define TAIL_LINES 20
+#define TAIL_LINE_BYTES 1024
+#define TAIL_BYTES 4096
+typedef struct {
+  char *tail[TAIL_LINES]; /* a ring: the oldest at tail_next once it is full */
+  size_t tail_next, tail_count;
+  char *last_error; /* the last line with ERROR, Exception, Error or failed, stack frames aside */
+  char *rm;         /* where the ResourceManager was looked for */
+  char *app_id;     /* application_..., once the job is submitted */
+  char *job_id;     /* job_..., once it runs */
+} client_t;
+
+static void client_clear(client_t *cl) {
+  for (size_t i = 0; i < TAIL_LINES; i++)
+    free(cl->tail[i]);
+  free(cl->last_error);
+  free(cl->rm);
+  free(cl->app_id);
+  free(cl->job_id);
+  memset(cl, 0, sizeof *cl);
+}
+
+static void replace(char **slot, const char *value, size_t len) {
+  free(*slot);
+  *slot = kg_xstrndup(value, len);
+}
+
+/* The line of the client's output that says best why it failed: its last error line, else its last line. */
+static const char *client_essential(const client_t *cl) {
+  if (cl->last_error) return cl->last_error;
+  if (!cl->tail_count) return NULL;
+  return cl->tail[(cl->tail_next + TAIL_LINES - 1) % TAIL_LINES];
+}
+
+/* Logs the client's last lines at ERROR, oldest first, at most TAIL_BYTES of them. */
+static void client_log_tail(const client_t *cl, const char *command, int status) {
+  size_t first = cl->tail_count < TAIL_LINES ? 0 : cl->tail_next, n = cl->tail_count, bytes = 0, skip = 0;
+  for (size_t i = n; i > 0; i--) { /* from the newest back, while TAIL_BYTES holds them */
+    bytes += strlen(cl->tail[(first + i - 1) % TAIL_LINES]) + 1;
+    if (bytes > TAIL_BYTES) {
+      skip = i;
+      break;
+    }
+  }
+  if (!n) {
+    KG_ERROR("The Hadoop client %s exited %d and printed nothing", command, status);
+    return;
+  }
+  if (n - skip == 1)
+    KG_ERROR("The Hadoop client %s exited %d; its last line:", command, status);
+  else
+    KG_ERROR("The Hadoop client %s exited %d; its last %zu lines:", command, status, n - skip);
+  for (size_t i = skip; i < n; i++)
+    KG_ERROR("Hadoop client: %s", cl->tail[(first + i) % TAIL_LINES]);
+}
+
+/* Whether a line of the client's reads as the reason it fails: one that names an error, not a stack frame, nor the
+ * lines Streaming ends every failure with. */
+static bool says_why(const char *line) {
+  const char *text = line + strspn(line, " \t");
+  if (!strncmp(text, "at ", 3) || !strncmp(text, "... ", 4) || !strcmp(text, "Streaming Command Failed!") ||
+      !strncmp(text, "Try -help", 9))
+    return false;
+  static const char *const words[] = {"error", "exception", "failed", "not found", "cannot", "denied", "refused",
+                                      "no such", "unknown", "invalid", "unrecognized", NULL};
+  for (const char *const *w = words; *w; w++)
+    if (strcasestr(line, *w)) return true;
+  return false;
+}
+
+/* What the Hadoop client says as the job goes: the lines a user wants in the log at INFO, and what CL keeps. */
+static void client_line(client_t *cl, const char *line) {
   const char *p;
   if ((p = strstr(line, "Submitted application ")))
     KG_INFO("Hadoop job: application %s", p + strlen("Submitted application "));
@@ -319,20 +423,28 @@ static void log_client_line(const char *line, char **last, char **rm) {
     KG_WARN("Hadoop job: %s", line);
   else
     KG_DEBUG("Hadoop: %s", line);
-  /* For the error of a job that fails: its last error line, and where the ResourceManager was looked for. */
-  if (strstr(line, "ERROR") || strstr(line, "Exception") || strstr(line, "failed") || strstr(line, "Error")) {
-    free(*last);
-    *last = kg_xstrdup(line);
+  if ((p = strstr(line, "Submitted application "))) {
+    p += strlen("Submitted application ");
+    replace(&cl->app_id, p, strcspn(p, " \t"));
+  }
+  if ((p = strstr(line, "Running job: "))) {
+    p += strlen("Running job: ");
+    replace(&cl->job_id, p, strcspn(p, " \t"));
   }
   if ((p = strstr(line, "Connecting to ResourceManager at "))) {
-    free(*rm);
-    *rm = kg_xstrdup(p + strlen("Connecting to ResourceManager at "));
+    p += strlen("Connecting to ResourceManager at ");
+    replace(&cl->rm, p, strlen(p));
   }
+  if (says_why(line)) replace(&cl->last_error, line, strlen(line));
+  size_t len = strlen(line);
+  replace(&cl->tail[cl->tail_next], line, len < TAIL_LINE_BYTES ? len : TAIL_LINE_BYTES);
+  cl->tail_next = (cl->tail_next + 1) % TAIL_LINES;
+  if (cl->tail_count < TAIL_LINES) cl->tail_count++;
 }
 
-/* Runs ARGV, logging what it prints; *STATUS is its exit status (128 + signal when killed). */
-static int run_client(char **argv, int64_t every_ms, int *status, char *errbuf, char *last_error,
-                      size_t last_error_size) {
+/* Starts ARGV in a process group of its own (so that a signal reaches a launcher script's java too), its stdout and
+ * stderr into *FD, stdin /dev/null. */
+static int spawn_reading(char **argv, pid_t *pid, int *fd, char *errbuf) {
   int fds[2];
   if (pipe(fds) != 0) return kg_fail(errbuf, KG_EIO, "pipe: %s", strerror(errno));
   posix_spawn_file_actions_t fa;
@@ -341,32 +453,188 @@ static int run_client(char **argv, int64_t every_ms, int *status, char *errbuf, 
   posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
   posix_spawn_file_actions_addclose(&fa, fds[0]);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  pid_t pid;
-  int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t def;
+  sigemptyset(&def);
+  sigaddset(&def, SIGTERM);
+  sigaddset(&def, SIGINT);
+  sigaddset(&def, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &def);
+  int e = posix_spawn(pid, argv[0], &fa, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   close(fds[1]);
   if (e) {
     close(fds[0]);
     return kg_fail(errbuf, KG_EIO, "cannot run %s: %s", argv[0], strerror(e));
   }
-  FILE *in = fdopen(fds[0], "r");
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  char *last = NULL, *rm = NULL;
+  *fd = fds[0];
+  return KG_OK;
+}
+
+static int wait_status(pid_t pid) {
+  int ws = 0;
+  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+}
+
+/* Waits up to WAIT_MS for output on FD and hands each whole line to ON_LINE (CTX, the line without its end; empty
+ * lines are left out); at the end, or past 64 KB without a newline, what is there is a line too. PENDING keeps a
+ * line's start between calls. Returns false once FD is at its end. */
+static bool read_lines(int fd, kg_buf_t *pending, int wait_ms, void (*on_line)(void *, const char *), void *ctx) {
+  struct pollfd pfd = {.fd = fd, .events = POLLIN};
+  int ready = poll(&pfd, 1, wait_ms);
+  if (ready < 0) return errno == EINTR;
+  if (ready == 0) return true;
+  char chunk[8192];
+  ssize_t got = read(fd, chunk, sizeof chunk);
+  bool eof = got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN);
+  if (got > 0) kg_buf_append(pending, chunk, (size_t)got);
+  size_t start = 0;
+  for (size_t i = 0; i < pending->len; i++) {
+    bool end = pending->data[i] == '\n';
+    if (!end && !(i + 1 == pending->len && (eof || pending->len - start > 65536))) continue;
+    size_t len = i - start + (end ? 0 : 1);
+    char *line = kg_xstrndup(pending->data + start, len);
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+      line[--len] = 0;
+    if (len) on_line(ctx, line);
+    free(line);
+    start = i + 1;
+  }
+  memmove(pending->data, pending->data + start, pending->len - start);
+  pending->len -= start;
+  return !eof;
+}
+
+/* What `job -kill` printed: whether it says the job was killed, and its last line. */
+typedef struct {
+  const char *hadoop;
+  bool killed;
+  char *last;
+} kill_output_t;
+
+static void on_kill_line(void *ctx, const char *line) {
+  kill_output_t *k = ctx;
+  KG_DEBUG("%s job -kill: %s", k->hadoop, line);
+  if (strstr(line, "Killed job ")) k->killed = true;
+  replace(&k->last, line, strlen(line));
+}
+
+/* How long the kill may take (the job client retries a ResourceManager that does not answer for much longer). */
+#define KILL_WAIT_MS 60000
+
+/* Kills the Hadoop job the client CL runs, with the same Hadoop command: `HADOOP job -kill JOB_ID`, which asks the
+ * job's ApplicationMaster to kill its tasks and falls back on the ResourceManager (it goes through the client's own
+ * configuration: the cluster's addresses, its ResourceManager failover, its Kerberos login). Returns once the
+ * command has ended; true when it says the job was killed. */
+static bool kill_job(const char *hadoop, const client_t *cl) {
+  char *job_id = cl->job_id ? kg_xstrdup(cl->job_id) : kg_xasprintf("job_%s", cl->app_id + strlen("application_"));
+  KG_INFO("Killing the Hadoop job %s (application %s) with %s job -kill", job_id, cl->app_id ? cl->app_id : "?",
+          hadoop);
+  char *argv[] = {(char *)hadoop, "job", "-kill", job_id, NULL};
+  pid_t pid;
+  int fd;
+  char err[KG_ERRLEN];
+  kill_output_t k = {.hadoop = hadoop};
+  if (spawn_reading(argv, &pid, &fd, err)) {
+    KG_WARN("%s", err);
+  } else {
+    kg_buf_t pending = {0};
+    int64_t until = kg_mono_ms() + KILL_WAIT_MS;
+    bool open = true;
+    while (open && kg_mono_ms() < until)
+      open = read_lines(fd, &pending, 200, on_kill_line, &k);
+    if (open) {
+      kill(-pid, SIGKILL);
+      replace(&k.last, "no answer within 60 s", strlen("no answer within 60 s"));
+    }
+    kg_buf_free(&pending);
+    close(fd);
+    int status = wait_status(pid);
+    k.killed = k.killed && status == 0;
+    if (k.killed)
+      KG_INFO("Killed the Hadoop job %s", job_id);
+    else
+      KG_WARN("Could not kill the Hadoop job %s (%s job -kill exited %d%s%s); it may still run: kill it with `yarn "
+              "application -kill %s`; its output is not published either way",
+              job_id, hadoop, status, k.last ? ": " : "", k.last ? k.last : "", cl->app_id ? cl->app_id : job_id);
+    free(k.last);
+  }
+  free(job_id);
+  return k.killed;
+}
+
+/* How long the driver waits, after a stop signal, for the client to name the application it submits, and then
+ * for the client to end once the job is killed, before it stops the client itself. */
+#define STOP_WAIT_SUBMIT_MS 30000
+#define STOP_WAIT_CLIENT_MS 15000
+
+/* A line of the Hadoop client's: logged and kept (client_line), and noted for the progress poller. */
+typedef struct {
+  client_t *cl;
+  poller_t *poller; /* NULL when not polling */
+} client_reader_t;
+
+static void on_client_line(void *ctx, const char *line) {
+  client_reader_t *r = ctx;
+  client_line(r->cl, line);
+  if (r->poller) poller_note(r->poller, line);
+}
+
+/* Runs ARGV (the Hadoop client), logging what it prints into CL; *STATUS is its exit status (128 + signal when
+ * killed). On a stop signal the job is killed as soon as the client has named it (kill_job), then the client is
+ * stopped, and *STOPPED is set. */
+static int run_client(char **argv, int64_t every_ms, int *status, bool *stopped, client_t *cl, char *errbuf) {
+  pid_t pid;
+  int fd;
+  int rc = spawn_reading(argv, &pid, &fd, errbuf);
+  if (rc) return rc;
+  kg_stop_also_signal(pid);
   poller_t p = {.mutex = PTHREAD_MUTEX_INITIALIZER, .every_ms = every_ms};
   pthread_cond_init(&p.cond, NULL);
   pthread_t thread;
   bool polling = every_ms > 0 && pthread_create(&thread, NULL, poller, &p) == 0;
-  while ((n = getline(&line, &cap, in)) > 0) {
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-      line[--n] = 0;
-    if (!n) continue;
-    log_client_line(line, &last, &rm);
-    if (polling) poller_note(&p, line);
+  kg_buf_t pending = {0};
+  int64_t stop_ms = 0, killed_ms = 0, termed_ms = 0;
+  bool eof = false, sigkilled = false;
+  client_reader_t reader = {.cl = cl, .poller = polling ? &p : NULL};
+  while (!eof) {
+    eof = !read_lines(fd, &pending, 200, on_client_line, &reader);
+    /* A stop signal: the job is killed once the client has named it; then the client is stopped. */
+    int64_t now = kg_mono_ms();
+    if (kg_stop_signal() && !stop_ms) {
+      stop_ms = now;
+      *stopped = true;
+      KG_INFO("Stopping: the Hadoop job is killed, and none of its output is published (the next run pulls the same "
+              "records)");
+    }
+    if (stop_ms && !killed_ms && !eof) {
+      if (cl->app_id || cl->job_id) {
+        kill_job(argv[0], cl);
+        killed_ms = kg_mono_ms();
+      } else if (now - stop_ms > STOP_WAIT_SUBMIT_MS) {
+        KG_WARN("The Hadoop client named no application within %d s of the stop signal: stopping it (a job it "
+                "submitted all the same would run on, and its output would not be published)",
+                STOP_WAIT_SUBMIT_MS / 1000);
+        killed_ms = now - STOP_WAIT_CLIENT_MS;
+      }
+    }
+    if (killed_ms && !termed_ms && !eof && kg_mono_ms() - killed_ms >= STOP_WAIT_CLIENT_MS) {
+      kill(-pid, SIGTERM);
+      termed_ms = kg_mono_ms();
+    }
+    if (termed_ms && !sigkilled && !eof && kg_mono_ms() - termed_ms >= 10000) {
+      kill(-pid, SIGKILL);
+      sigkilled = true;
+    }
   }
-  free(line);
-  fclose(in);
+  close(fd);
+  kg_buf_free(&pending);
   if (polling) {
     pthread_mutex_lock(&p.mutex);
     p.done = true;
@@ -378,16 +646,8 @@ static int run_client(char **argv, int64_t every_ms, int *status, char *errbuf, 
   free(p.tracking);
   free(p.tasks_url);
   kg_buf_free(&p.seen);
-  int ws = 0;
-  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-  }
-  *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
-  last_error[0] = 0;
-  snprintf(last_error, last_error_size, "%s%s%s%s", last ? last : "", rm && last ? " " : "",
-           rm ? "(ResourceManager at " : "", rm ? rm : "");
-  if (rm) strncat(last_error, ")", last_error_size - strlen(last_error) - 1);
-  free(last);
-  free(rm);
+  *status = wait_status(pid);
+  kg_stop_also_signal(0);
   return KG_OK;
 }
 
@@ -455,8 +715,14 @@ static void fail_all(const kg_mr_run_t *run, int rc, const char *error) {
   }
 }
 
-int kg_mr_run(const kg_mr_run_t *run, char *errbuf) {
+int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
   const kg_config_t *c = run->config;
+  *stopped = false;
+  if (kg_stop_signal()) { /* before anything was submitted */
+    *stopped = true;
+    fail_all(run, KG_EINVAL, "stopped before the Hadoop job was submitted");
+    return KG_OK;
+  }
   char *input = kg_xasprintf("%s/input/tasks.txt", run->job_dir);
   char *output = kg_xasprintf("%s/output", run->job_dir);
   char *hadoop = NULL, *jar = NULL, *self = kingest_path(c);
@@ -528,8 +794,8 @@ int kg_mr_run(const kg_mr_run_t *run, char *errbuf) {
     KG_INFO("Submitting %zu tasks as a Hadoop Streaming job (%s, one map per task, input %s)", run->ntasks, jar,
             input);
     int status = 0;
-    char last[KG_ERRLEN];
-    rc = run_client(a.items, c->progress_interval_ms, &status, errbuf, last, sizeof last);
+    client_t cl = {0};
+    rc = run_client(a.items, c->progress_interval_ms, &status, stopped, &cl, errbuf);
     bool success = false;
     if (!rc) {
       char *marker = kg_xasprintf("%s/_SUCCESS", output);
@@ -537,10 +803,23 @@ int kg_mr_run(const kg_mr_run_t *run, char *errbuf) {
       if (kg_fs_exists(run->fs, marker, &success, why)) success = false;
       free(marker);
     }
-    if (!rc && (status != 0 || !success))
-      rc = kg_fail(errbuf, KG_EIO, "the Hadoop job of %s failed (%s exited %d%s)%s%s", run->job_id, hadoop, status,
-                   status == 0 ? " without _SUCCESS in its output" : "", last[0] ? ": " : "", last);
-    if (!rc) rc = read_results(run, output, errbuf);
+    /* A job that finished before the stop signal could kill it is read and committed as any other. */
+    if (!rc && success) *stopped = false;
+    if (!rc && *stopped) {
+      fail_all(run, KG_EINVAL, "stopped: the Hadoop job was killed before it finished");
+    } else if (!rc && (status != 0 || !success)) {
+      client_log_tail(&cl, hadoop, status);
+      const char *essential = client_essential(&cl);
+      rc = kg_fail(errbuf, KG_EIO, "the Hadoop job of %s failed (%s exited %d%s)%s%.600s%s%s%s", run->job_id, hadoop,
+                   status, status == 0 ? " without _SUCCESS in its output" : "", essential ? ": " : "",
+                   essential ? essential : "", cl.rm ? " (ResourceManager at " : "", cl.rm ? cl.rm : "",
+                   cl.rm ? ")" : "");
+    }
+    if (!rc && !*stopped) rc = read_results(run, output, errbuf);
+    for (size_t k = 0; !rc && !*stopped && k < run->ntasks; k++)
+      if (!run->tasks[k].result.succeeded)
+        KG_ERROR("Task %s failed in its map: %s", run->tasks[k].spec.task_id, run->tasks[k].result.error);
+    client_clear(&cl);
   }
   if (rc) fail_all(run, rc, errbuf);
   argv_free(&a);
@@ -554,9 +833,74 @@ int kg_mr_run(const kg_mr_run_t *run, char *errbuf) {
 
 /* ---- inside a map ---------------------------------------------------------------------------------------- */
 
-/* Runs the task of one input line. */
-static int run_line(const kg_config_t *c, kg_fs_t *fs, const kg_writer_ops_t *writer, const char *line,
-                    const char *attempt, char *errbuf) {
+static bool listed(const kg_json_t *names, const char *key) {
+  for (size_t i = 0; i < names->count; i++)
+    if (names->items[i].type == KG_JSON_STRING && !strcmp(names->items[i].string, key)) return true;
+  return false;
+}
+
+static void name(kg_buf_t *list, const char *key) {
+  if (list->len) kg_buf_append(list, ", ", 2);
+  kg_buf_appendf(list, "%s", key);
+}
+
+int kg_mr_task_props(const kg_json_t *line, const kg_props_t *own, kg_props_t **out, kg_buf_t *differ,
+                     kg_buf_t *missing, char *errbuf) {
+  *out = NULL;
+  const kg_json_t *shipped = kg_json_get(line, "properties"), *secrets = kg_json_get(line, "secrets");
+  if (!shipped || shipped->type != KG_JSON_ARRAY || !secrets || secrets->type != KG_JSON_ARRAY)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "the task line has no \"properties\" and \"secrets\" arrays: the driver that wrote it ships no "
+                   "properties (is mr.kingest.path the same kingest as the driver's?)");
+  kg_props_t *props = kg_props_new();
+  for (size_t i = 0; i < shipped->count; i++) {
+    const kg_json_t *p = &shipped->items[i];
+    if (p->type != KG_JSON_ARRAY || p->count != 3 || p->items[0].type != KG_JSON_STRING ||
+        p->items[1].type != KG_JSON_STRING || p->items[2].type != KG_JSON_STRING) {
+      kg_props_destroy(props);
+      return kg_fail(errbuf, KG_EINVAL, "the task line's properties[%zu] is not [name, value, origin]", i);
+    }
+    kg_props_set(props, p->items[0].string, p->items[1].string, *p->items[2].string ? p->items[2].string : NULL);
+  }
+  for (size_t i = 0; i < secrets->count; i++) {
+    if (secrets->items[i].type != KG_JSON_STRING) {
+      kg_props_destroy(props);
+      return kg_fail(errbuf, KG_EINVAL, "the task line's secrets[%zu] is not a property name", i);
+    }
+    const char *key = secrets->items[i].string;
+    if (own && kg_props_has(own, key))
+      kg_props_set(props, key, kg_props_get(own, key), kg_props_origin(own, key));
+    else
+      name(missing, key);
+  }
+  /* What the map's own evaluation has otherwise: names only (a value may be a secret by its form). */
+  for (size_t i = 0; own && i < kg_props_count(own); i++) {
+    const char *key = kg_props_key_at(own, i);
+    if (driver_only(key) || listed(secrets, key)) continue;
+    const char *driver = kg_props_get(props, key);
+    if (!driver || strcmp(driver, kg_props_value_at(own, i))) name(differ, key);
+  }
+  for (size_t i = 0; own && i < shipped->count; i++) {
+    const char *key = shipped->items[i].items[0].string, *origin = shipped->items[i].items[2].string;
+    if (!kg_props_has(own, key) && strncmp(origin, "--", 2)) name(differ, key); /* --strict is the driver's */
+  }
+  *out = props;
+  return KG_OK;
+}
+
+/* Fills T's result as a task that did not run: failed with RC and WHY, each unit where it started. */
+static void not_run(kg_task_t *t, int rc, const char *why) {
+  t->result.succeeded = false;
+  t->result.rc = rc;
+  snprintf(t->result.error, sizeof t->result.error, "%s", why);
+  t->result.units = kg_xcalloc(t->spec.nunits ? t->spec.nunits : 1, sizeof(kg_unit_result_t));
+  for (size_t u = 0; u < t->spec.nunits; u++)
+    t->result.units[u].actual_high = t->spec.units[u]->low;
+}
+
+/* Runs the task of one input line. KG_OK once its result is printed; an error when the line is not a task line or
+ * stdout cannot be written. */
+static int run_line(const kg_mr_map_t *map, const char *line, const char *attempt, char *errbuf) {
   const char *json = strchr(line, '{'); /* after the byte offset NLineInputFormat puts first */
   if (!json) return kg_fail(errbuf, KG_EINVAL, "a task line without a task: %.80s", line);
   kg_json_t *doc = NULL;
@@ -575,6 +919,9 @@ static int run_line(const kg_config_t *c, kg_fs_t *fs, const kg_writer_ops_t *wr
   kg_workunit_t *wus = kg_xcalloc(nunits ? nunits : 1, sizeof *wus);
   for (size_t u = 0; !rc && u < nunits; u++)
     rc = kg_workunit_from_json(&units->items[u], "the task line", &wus[u], errbuf);
+  kg_props_t *props = NULL;
+  kg_buf_t differ = {0}, missing = {0};
+  if (!rc) rc = kg_mr_task_props(doc, map->own, &props, &differ, &missing, errbuf);
   if (rc) {
     for (size_t u = 0; u < nunits; u++)
       kg_workunit_clear(&wus[u]);
@@ -586,31 +933,66 @@ static int run_line(const kg_config_t *c, kg_fs_t *fs, const kg_writer_ops_t *wr
   kg_task_t task = {0};
   task.spec = (kg_task_spec_t){.index = (int)index,
                                .task_id = kg_xstrdup(task_id),
-                               .config = c,
                                .units = kg_xcalloc(nunits ? nunits : 1, sizeof(kg_workunit_t *)),
                                .nunits = nunits,
                                .job_dir = dir,
-                               .extract_id = extract_id,
-                               .fs = fs,
-                               .writer = writer};
+                               .extract_id = extract_id};
   for (size_t u = 0; u < nunits; u++)
     task.spec.units[u] = &wus[u];
   KG_INFO("Task %s of %s (attempt %s): %zu work units, task data in %s", task_id, job_id, attempt, nunits, dir);
-  /* An attempt id is never used twice, but a folder left by a crashed test run of the same id would be in the
-   * way. */
-  char ignored[KG_ERRLEN];
-  kg_fs_remove_tree(fs, dir, ignored);
-  kg_executor_t x = {.config = c,
-                     .tasks = &task,
-                     .ntasks = 1,
-                     .state = NULL,
-                     .job_id = job_id,
-                     .job_dir = dir,
-                     .fs = fs,
-                     .report = NULL,
-                     .hadoop_status = true,
-                     .status_every_ms = 10000};
-  kg_executor_run(&x);
+  if (!map->own)
+    KG_WARN("This map cannot evaluate the job file (%s): the task runs on the driver's properties", map->own_error);
+  if (differ.len)
+    KG_INFO("The job file %s gives these properties otherwise in this map than in the driver: %s; the task runs on "
+            "the driver's values",
+            map->job_file, differ.data);
+
+  /* The driver's properties, with the map's secrets, make the task's configuration; what cannot be had here fails
+   * the task, as a result the driver reads. */
+  char why[KG_ERRLEN] = "";
+  int why_rc = KG_OK;
+  kg_config_t *c = NULL;
+  kg_fs_t *fs = NULL;
+  const kg_writer_ops_t *writer = NULL;
+  if (missing.len) {
+    why_rc = kg_fail(why, KG_EINVAL,
+                     "%s %s set in the driver but not in this map's evaluation of %s%s%s%s: a secret is never shipped "
+                     "with the task, so the map must have it itself: give it a value the job file has on every node "
+                     "(in the file, or a file it reads there), or, for a value the job reads from the environment, "
+                     "pass the variable with -cmdenv VAR=VALUE in mr.streaming.args",
+                     missing.data, strchr(missing.data, ',') ? "are" : "is", map->job_file, map->own ? "" : " (",
+                     map->own ? "" : map->own_error, map->own ? "" : ")");
+    kg_props_destroy(props);
+  } else {
+    why_rc = kg_config_new(props, map->job_file, map->job_is_lua, map->work_dir, &c, why);
+    if (!why_rc && !map->log_format_set) kg_log_set_format((kg_log_format_t)c->log_format);
+    const char *fs_property = NULL;
+    if (!why_rc) why_rc = kg_fs_open(kg_config_writer_fs(c, &fs_property), fs_property, &fs, why);
+    if (!why_rc)
+      why_rc = kg_writer_find(kg_props_get(c->props, "writer.builder.class"), c->output_format, &writer, why);
+  }
+  task.spec.config = c;
+  task.spec.fs = fs;
+  task.spec.writer = writer;
+  if (why_rc) {
+    not_run(&task, why_rc, why);
+  } else {
+    /* An attempt id is never used twice, but a folder left by a crashed test run of the same id would be in the
+     * way. */
+    char ignored[KG_ERRLEN];
+    kg_fs_remove_tree(fs, dir, ignored);
+    kg_executor_t x = {.config = c,
+                       .tasks = &task,
+                       .ntasks = 1,
+                       .state = NULL,
+                       .job_id = job_id,
+                       .job_dir = dir,
+                       .fs = fs,
+                       .report = NULL,
+                       .hadoop_status = true,
+                       .status_every_ms = 10000};
+    kg_executor_run(&x);
+  }
   kg_buf_t out = {0};
   kg_buf_append(&out, KG_MR_RESULT_MARK, strlen(KG_MR_RESULT_MARK));
   kg_task_result_json(&out, &task);
@@ -628,11 +1010,15 @@ static int run_line(const kg_config_t *c, kg_fs_t *fs, const kg_writer_ops_t *wr
     kg_workunit_clear(&wus[u]);
   free(wus);
   free(dir);
+  kg_fs_close(fs);
+  kg_config_destroy(c);
+  kg_buf_free(&differ);
+  kg_buf_free(&missing);
   kg_json_free(doc);
   return ferror(stdout) ? kg_fail(errbuf, KG_EIO, "cannot write the result to stdout") : KG_OK;
 }
 
-int kg_mr_run_task(const kg_config_t *c, char *errbuf) {
+int kg_mr_run_task(const kg_mr_map_t *map, char *errbuf) {
   const char *attempt = getenv("mapreduce_task_attempt_id");
   if (!attempt || !*attempt) attempt = "attempt_local";
   /* Fault injection for tests: KINGEST_MAP_CRASH_AT is KINGEST_CRASH_AT for the first attempt of each map only, so
@@ -640,26 +1026,20 @@ int kg_mr_run_task(const kg_config_t *c, char *errbuf) {
   const char *crash = getenv("KINGEST_MAP_CRASH_AT");
   size_t alen = strlen(attempt);
   if (crash && *crash && alen > 2 && !strcmp(attempt + alen - 2, "_0")) setenv("KINGEST_CRASH_AT", crash, 1);
-  const char *fs_property = NULL;
-  const char *fs_uri = kg_config_writer_fs(c, &fs_property);
-  kg_fs_t *fs = NULL;
-  const kg_writer_ops_t *writer = NULL;
-  int rc = kg_fs_open(fs_uri, fs_property, &fs, errbuf);
-  if (!rc) rc = kg_writer_find(kg_props_get(c->props, "writer.builder.class"), c->output_format, &writer, errbuf);
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
   size_t lines = 0;
+  int rc = KG_OK;
   while (!rc && (n = getline(&line, &cap, stdin)) > 0) {
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
       line[--n] = 0;
     if (!n) continue;
     lines++;
-    rc = run_line(c, fs, writer, line, attempt, errbuf);
+    rc = run_line(map, line, attempt, errbuf);
     kg_crash_point("map");
   }
   free(line);
   if (!rc && !lines) rc = kg_fail(errbuf, KG_EINVAL, "run-task: no task line on stdin");
-  kg_fs_close(fs);
   return rc;
 }

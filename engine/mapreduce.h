@@ -2,11 +2,14 @@
  * map (README, "Running on a Hadoop cluster"; docs/behaviour.md, section 11).
  *
  * The driver (kingest run) plans and packs as a standalone run does, writes one line per task to HDFS (the task's
- * id and work units, in the JSON of workunit.h), and runs `hadoop jar hadoop-streaming.jar` with NLineInputFormat
- * (one line per map), no reduces and no speculative attempts. Each map runs `kingest run-task JOB` on its line:
- * the task writes under the attempt's own folder on HDFS and prints its result (result.h) on one line of stdout,
- * which becomes the Hadoop job's output. Only when the job has _SUCCESS does the driver read those lines; the
- * commit then publishes exactly the files they name, so a failed or killed attempt's files never are. */
+ * id and work units, in the JSON of workunit.h, and the job's properties as the driver resolved them, secrets
+ * left out), and runs `hadoop jar hadoop-streaming.jar` with NLineInputFormat (one line per map), no reduces and
+ * no speculative attempts. Each map runs `kingest run-task JOB` on its line: the task runs on the driver's
+ * properties (the map's own evaluation of the job file gives only its hooks and the secrets), writes under the
+ * attempt's own folder on HDFS and prints its result (result.h) on one line of stdout, which becomes the Hadoop
+ * job's output. Only when the job has _SUCCESS does the driver read those lines; the commit then publishes exactly
+ * the files they name, so a failed or killed attempt's files never are. A stop signal kills the job (`hadoop job
+ * -kill`), and nothing of it is published. */
 #ifndef KG_MAPREDUCE_H
 #define KG_MAPREDUCE_H
 
@@ -36,11 +39,42 @@ int kg_mr_check(const kg_config_t *config, kg_fs_t *fs, kg_fs_t *pub_fs, bool re
 
 /* Runs the tasks as a Hadoop job and fills each task's result from its map's result line. KG_OK when the job
  * succeeded (a task may still have failed: its result says so); otherwise the error, and every task is failed
- * with it. */
-int kg_mr_run(const kg_mr_run_t *run, char *errbuf);
+ * with it. The failed tasks' errors and, when the Hadoop client fails, its last lines are logged at ERROR.
+ * *STOPPED is set when a stop signal (kg_stop_signal) came before the job had finished: the job was then killed
+ * (or never submitted), every task is failed, and nothing of it may be committed; a job that had finished all the
+ * same (its output has _SUCCESS) is read as usual, with *STOPPED false. */
+int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf);
 
-/* `kingest run-task JOB`, inside a map: reads task lines from stdin and runs each, printing its result line.
- * Returns the process's exit status. */
-int kg_mr_run_task(const kg_config_t *config, char *errbuf);
+/* Appends task T's line of the maps' input to OUT (with its newline): {"task", "index", "jobId", "jobDir",
+ * "extractId", "properties": [[name, value, origin], ...], "secrets": [name, ...], "units": [...]}. "properties" are
+ * the driver's, in their order, except the secrets (kg_props_is_secret: only their names go, in "secrets", never a
+ * value or a hash of one) and mr.streaming.args (the driver's Hadoop command line, whose -cmdenv values reach the
+ * maps as their environment). */
+void kg_mr_task_line(kg_buf_t *out, const kg_mr_run_t *run, const kg_task_t *t);
+
+/* The properties a map runs the task of LINE (a parsed task line) on: the driver's, with each secret the driver had
+ * taken from OWN (the map's own evaluation of the job file; NULL when that failed). *OUT is new, the caller's.
+ * DIFFER gets the names, comma-separated, of the properties OWN has otherwise than the driver (a different value,
+ * or only one of them has it; secrets only OWN has are left out of *OUT and named too); MISSING the names of the
+ * secrets the driver had and OWN has not, without which the task must not run. Names only, never values. KG_OK, or
+ * KG_EINVAL when LINE's "properties" or "secrets" are not as kg_mr_task_line writes them. */
+int kg_mr_task_props(const kg_json_t *line, const kg_props_t *own, kg_props_t **out, kg_buf_t *differ,
+                     kg_buf_t *missing, char *errbuf);
+
+/* What `kingest run-task JOB` is given: borrowed. */
+typedef struct {
+  const char *job_file;
+  bool job_is_lua;
+  const kg_props_t *own; /* the job file as this map evaluates it; NULL when that failed */
+  const char *own_error; /* why it failed */
+  const char *work_dir;  /* the map's work dir (its container's folder) */
+  bool log_format_set;   /* --log-format was given: the job's log.format does not apply */
+} kg_mr_map_t;
+
+/* `kingest run-task JOB`, inside a map: reads task lines from stdin and runs each on the properties of its line
+ * (kg_mr_task_props), printing its result line. A task that cannot run (a secret the map does not have, a file
+ * system it cannot open) is a failed result, not an error. Returns KG_OK, or the error that leaves no result (a line
+ * that is not a task line, stdout that cannot be written): the process then exits 1. */
+int kg_mr_run_task(const kg_mr_map_t *map, char *errbuf);
 
 #endif

@@ -72,6 +72,48 @@ const char *kg_props_origin(const kg_props_t *props, const char *key) {
 }
 
 bool kg_props_has(const kg_props_t *props, const char *key) { return find(props, key) != NULL; }
+
+/* A URL with a password in its user information: scheme://user:password@host... */
+static bool url_with_password(const char *value) {
+  for (const char *s = value ? strstr(value, "://") : NULL; s; s = strstr(s + 3, "://")) {
+    const char *authority = s + 3;
+    size_t len = strcspn(authority, "/?#");
+    const char *at = memchr(authority, '@', len);
+    if (at && memchr(authority, ':', (size_t)(at - authority))) return true;
+  }
+  return false;
+}
+
+bool kg_props_is_secret(const char *key, const char *value) {
+  char words[16][64];
+  size_t n = 0;
+  for (const char *s = key; *s && n < 16;) {
+    size_t len = strcspn(s, "._-");
+    if (len) {
+      size_t i = 0;
+      for (; i < len && i < sizeof words[0] - 1; i++)
+        words[n][i] = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] - 'A' + 'a' : s[i]);
+      words[n++][i] = 0;
+    }
+    s += len;
+    if (*s) s++;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const char *w = words[i];
+    if (strstr(w, "password") || strstr(w, "passwd") || strstr(w, "secret") || strstr(w, "credential") ||
+        !strcmp(w, "jaas") || !strcmp(w, "userinfo"))
+      return true;
+    if (i + 1 < n && !strcmp(w, "user") && !strcmp(words[i + 1], "info")) return true;
+    if (i + 1 < n && !strcmp(w, "oauthbearer") && !strcmp(words[i + 1], "config")) return true;
+  }
+  if (n) {
+    const char *last = words[n - 1];
+    size_t len = strlen(last);
+    if ((len >= 5 && !strcmp(last + len - 5, "token")) || (len >= 3 && !strcmp(last + len - 3, "key"))) return true;
+    if (n >= 2 && !strcmp(last, "pem") && !strcmp(words[n - 2], "key")) return true;
+  }
+  return url_with_password(value);
+}
 size_t kg_props_count(const kg_props_t *props) { return props->count; }
 const char *kg_props_key_at(const kg_props_t *props, size_t i) { return props->items[i].key; }
 const char *kg_props_value_at(const kg_props_t *props, size_t i) { return props->items[i].value; }

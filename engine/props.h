@@ -18,6 +18,13 @@ const char *kg_props_get(const kg_props_t *props, const char *key);
 const char *kg_props_origin(const kg_props_t *props, const char *key);
 bool kg_props_has(const kg_props_t *props, const char *key);
 
+/* Whether the property KEY=VALUE holds a secret, which kingest never writes anywhere (logs, errors, state, the
+ * input of a Hadoop job's maps): a name with a word (between '.', '_' and '-', any case) that contains password,
+ * passwd, secret or credential, or that is jaas or userinfo; a name whose last word is token, or key, or pem after
+ * key (key material: ssl.key.pem, ssl_key, private.key); basic.auth.user.info and sasl.oauthbearer.config; and a
+ * VALUE (may be NULL) that is a URL with a password in it (scheme://user:password@host). */
+bool kg_props_is_secret(const char *key, const char *value);
+
 /* Iteration in insertion order: index 0 .. count-1. */
 size_t kg_props_count(const kg_props_t *props);
 const char *kg_props_key_at(const kg_props_t *props, size_t i);

@@ -19,6 +19,8 @@ void kg_unit_result_json(kg_buf_t *out, const kg_workunit_t *wu, const kg_unit_r
                  r->fetch_failed ? "true" : "false", r->premature_stop ? "true" : "false",
                  r->stopped ? "true" : "false");
   kg_json_string(out, r->stop_reason);
+  kg_buf_append(out, ",\"fetchError\":", 14);
+  kg_json_string(out, r->fetch_error);
   if (r->last.set)
     kg_buf_appendf(out, ",\"last\":{\"offset\":%lld,\"timestamp\":%lld,\"hash\":%lld}}", (long long)r->last.offset,
                    (long long)r->last.timestamp, (long long)r->last.hash);
@@ -29,7 +31,7 @@ void kg_unit_result_json(kg_buf_t *out, const kg_workunit_t *wu, const kg_unit_r
 int kg_unit_result_from_json(const kg_json_t *v, const kg_workunit_t *wu, const char *what, kg_unit_result_t *r,
                              char *errbuf) {
   memset(r, 0, sizeof *r);
-  const char *topic = NULL, *reason = NULL;
+  const char *topic = NULL, *reason = NULL, *fetch_error = NULL;
   int64_t partition = -1;
   int rc = kg_json_get_string(v, "topic", what, &topic, errbuf);
   if (!rc) rc = kg_json_get_int(v, "partition", what, &partition, errbuf);
@@ -51,6 +53,8 @@ int kg_unit_result_from_json(const kg_json_t *v, const kg_workunit_t *wu, const 
   if (!rc) rc = kg_json_get_bool(v, "stopped", what, &r->stopped, errbuf);
   if (!rc) rc = kg_json_get_string(v, "stopReason", what, &reason, errbuf);
   if (!rc) snprintf(r->stop_reason, sizeof r->stop_reason, "%s", reason);
+  if (!rc) rc = kg_json_get_string(v, "fetchError", what, &fetch_error, errbuf);
+  if (!rc) snprintf(r->fetch_error, sizeof r->fetch_error, "%s", fetch_error);
   const kg_json_t *last = kg_json_get(v, "last");
   if (!rc && !last) rc = kg_fail(errbuf, KG_EINVAL, "%s: \"last\" must be null or an object", what);
   if (!rc && last->type != KG_JSON_NULL) {

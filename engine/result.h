@@ -8,7 +8,8 @@
 
 /* Appends the JSON form of R, the result of work unit WU, to OUT: {"topic", "partition", "actualHigh",
  * "records", "bytes", "elapsedMs", "decodeErrors", "skipped", "quarantined", "deletedBeforeRead", "fetchFailed",
- * "prematureStop", "stopped", "stopReason", "last": null or {"offset", "timestamp", "hash"}}. */
+ * "prematureStop", "stopped", "stopReason", "fetchError" (what stopped a failed fetch, or ""), "last": null or
+ * {"offset", "timestamp", "hash"}}. */
 void kg_unit_result_json(kg_buf_t *out, const kg_workunit_t *wu, const kg_unit_result_t *r);
 
 /* Reads a unit result back from V into *R, checking that it is the result of work unit WU (same topic and

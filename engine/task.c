@@ -193,6 +193,16 @@ static int record_failed(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_re
   return KG_OK;
 }
 
+/* The fetch of a partition stopped with an error: RES keeps WHY, with the brokers it was asked of, for the run's
+ * log and history (a map's result carries it to the driver). */
+static void fetch_failed(kg_unit_result_t *res, const kg_config_t *c, const char *why) {
+  res->fetch_failed = true;
+  if (strstr(why, "kafka.brokers="))
+    snprintf(res->fetch_error, sizeof res->fetch_error, "%.1000s", why);
+  else
+    snprintf(res->fetch_error, sizeof res->fetch_error, "%.700s (kafka.brokers=%.250s)", why, c->brokers);
+}
+
 static void stop_early(kg_unit_result_t *res, const kg_workunit_t *wu, int64_t next, const char *why) {
   res->premature_stop = true;
   snprintf(res->stop_reason, sizeof res->stop_reason, "%s", why);
@@ -211,7 +221,9 @@ static bool deleted_under_reader(kg_task_run_t *run, const kg_workunit_t *wu, kg
   char oerr[KG_ERRLEN];
   if (kg_kafka_offsets(run->kafka, wu->topic, wu->partition, &earliest, &latest, oerr)) {
     KG_WARN("%s; %s; partition %s:%d stops at offset %lld", ferr, oerr, wu->topic, wu->partition, (long long)*next);
-    res->fetch_failed = true;
+    char why[KG_ERRLEN];
+    snprintf(why, sizeof why, "%.500s; %.500s", ferr, oerr);
+    fetch_failed(res, c, why);
     return false;
   }
   kg_offset_decision_t d = kg_offset_decide(c->bootstrap, c->reset, false, true, *next, earliest, latest);
@@ -222,7 +234,12 @@ static bool deleted_under_reader(kg_task_run_t *run, const kg_workunit_t *wu, kg
             "stops here and keeps this offset",
             (long long)*next, wu->topic, wu->partition, (long long)earliest, (long long)latest,
             d.reason == KG_START_RESET ? "reset.on.offset.out.of.range=skip" : "the broker answered oddly");
-    res->fetch_failed = d.reason != KG_START_RESET;
+    if (d.reason != KG_START_RESET) {
+      char why[KG_ERRLEN];
+      snprintf(why, sizeof why, "offset %lld went out of range [%lld, %lld] while it was read", (long long)*next,
+               (long long)earliest, (long long)latest);
+      fetch_failed(res, c, why);
+    }
     return false;
   }
   int64_t to = d.low < wu->high ? d.low : wu->high;
@@ -238,7 +255,7 @@ static bool deleted_under_reader(kg_task_run_t *run, const kg_workunit_t *wu, kg
   char serr[KG_ERRLEN];
   if (kg_kafka_fetch_start(run->kafka, wu->topic, wu->partition, *next, serr)) {
     KG_WARN("%s; moving on to the next partition", serr);
-    res->fetch_failed = true;
+    fetch_failed(res, c, serr);
     return false;
   }
   return true;
@@ -497,7 +514,7 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
   char ferr[KG_ERRLEN];
   if (kg_kafka_fetch_start(kafka, wu->topic, wu->partition, wu->low, ferr)) {
     KG_WARN("%s; moving on to the next partition", ferr);
-    res->fetch_failed = true;
+    fetch_failed(res, c, ferr);
     goto finished;
   }
   int64_t last_progress = kg_mono_ms();
@@ -527,7 +544,7 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
     }
     if (n < 0) {
       KG_WARN("%s; partition %s:%d stops at offset %lld", ferr, wu->topic, wu->partition, (long long)next);
-      res->fetch_failed = true;
+      fetch_failed(res, c, ferr);
       break;
     }
     /* Keep the records inside [next, high). A record at or past high means the range has been read. */
@@ -567,7 +584,10 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
       KG_WARN("No record from %s:%d for %lld ms (kafka.fetch.timeout.ms) at offset %lld, expected up to %lld; "
               "moving on to the next partition",
               wu->topic, wu->partition, (long long)c->fetch_timeout_ms, (long long)next, (long long)wu->high);
-      res->fetch_failed = true;
+      char why[KG_ERRLEN / 2];
+      snprintf(why, sizeof why, "no record for %lld ms (kafka.fetch.timeout.ms) at offset %lld",
+               (long long)c->fetch_timeout_ms, (long long)next);
+      fetch_failed(res, c, why);
       break;
     }
   }

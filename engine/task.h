@@ -28,6 +28,7 @@ typedef struct {
   int64_t tombstones;    /* Avro records with a null payload (deleted records), read and not written */
   int64_t written;       /* records the writer took from this partition's records (a script may filter and split) */
   bool fetch_failed;   /* the fetch stopped with an error before the high watermark */
+  char fetch_error[KG_ERRLEN]; /* what stopped it, when fetch_failed: the client's error, naming the brokers */
   bool premature_stop; /* an extract limit or a stop signal ended the unit before its high watermark */
   bool stopped;        /* a stop signal (SIGTERM, SIGINT) ended it */
   char stop_reason[160];

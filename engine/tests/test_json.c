@@ -197,6 +197,7 @@ static void test_unit_result(void) {
                         .premature_stop = true,
                         .stopped = true};
   snprintf(r.stop_reason, sizeof r.stop_reason, "stopped by \"SIGTERM\"");
+  snprintf(r.fetch_error, sizeof r.fetch_error, "no record for 300 ms (kafka.brokers=localhost:9092)");
   r.last = kg_fingerprint_of(119, 1700000000000LL, "k", 1, "value", 5);
   kg_buf_t b = {0};
   kg_unit_result_json(&b, &wu, &r);
@@ -216,6 +217,7 @@ static void test_unit_result(void) {
   CHECK_INT(back.written, 150);
   CHECK(back.fetch_failed && back.premature_stop && back.stopped);
   CHECK_STR(back.stop_reason, r.stop_reason);
+  CHECK_STR(back.fetch_error, r.fetch_error);
   CHECK(kg_fingerprint_same(&back.last, &r.last));
   kg_json_free(v);
 

@@ -190,8 +190,11 @@ describe("a broker that stops in the middle of a run", function()
       log:find("Actual high watermark for partition " .. c.topic .. ":1=100, expected=100", 1, true), log)
     assert.truthy(log:find("WARN %d partitions? stopped short of their high watermark after fetch errors"), log)
     local rows = H.sqlite(c.work .. "/state-store/" .. c.name .. ".db",
-      "SELECT result FROM runs ORDER BY started_ms LIMIT 1") -- the first run; the reruns came after it
-    assert.same({ { "PARTIAL" } }, rows)
+      "SELECT result, message FROM runs ORDER BY started_ms LIMIT 1") -- the first run; the reruns came after it
+    assert.equals("PARTIAL", rows[1][1])
+    -- The history says which partitions, where they stopped and why, naming the brokers.
+    assert.matches("^%d partitions? stopped short of their high watermark after fetch errors %(the next run goes on "
+      .. "from there%): " .. topic .. ":%d at %d+ of 100: .-kafka%.brokers=", rows[1][2])
   end
 
   it("frozen (SIGSTOP) past kafka.fetch.timeout.ms: the run stops the partitions it cannot read, commits what it read, exits 0 as PARTIAL, and a rerun pulls the rest", function()

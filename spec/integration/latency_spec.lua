@@ -1,6 +1,7 @@
 -- Reading at any latency kcat reads at: a broker behind a proxy that delays each direction by 300 ms, and a
 -- broker-side fetch wait (fetch.min.bytes + fetch.wait.max.ms). Every record must arrive in one run, which
--- must end SUCCESSFUL, not PARTIAL.
+-- must end SUCCESSFUL, not PARTIAL; and a run whose fetch wait outlasts kafka.fetch.timeout.ms, so that not one
+-- record arrives, fails and says why.
 local H = require("support.harness")
 
 local proxy_pid
@@ -102,7 +103,8 @@ describe("reading from a slow broker", function()
     assert.are.equal("SUCCESSFUL", last_result(work, "latency"))
   end)
 
-  it("ends PARTIAL when kafka.fetch.timeout.ms passes with no record: exit 0, or 4 with job.fail.on.partial=true", function()
+  it("fails when kafka.fetch.timeout.ms passes before any record: nothing moved, exit 7 whatever "
+    .. "job.fail.on.partial says, the partition and why in the error and the history, no offset stored", function()
     local topic = H.topic_with("latency_partial", H.records("t", 0, 0, 99))
     -- The broker holds each fetch for a second; the run waits at most 300 ms for a record.
     local slow = {
@@ -110,17 +112,20 @@ describe("reading from a slow broker", function()
       ["kafka.consumer.fetch.wait.max.ms"] = "1000",
       ["kafka.fetch.timeout.ms"] = "300",
     }
-    for _, case in ipairs({ { false, 0 }, { true, 4 } }) do
+    for _, partial in ipairs({ false, true }) do
       local work = H.workdir("latency")
-      slow["job.fail.on.partial"] = case[1]
+      slow["job.fail.on.partial"] = partial
       local code, _, err = H.run(job_for(work, topic, H.bootstrap(), slow), work)
-      assert.are.equal(case[2], code, err)
-      assert.truthy(err:find("WARN 1 partitions stopped short of their high watermark after fetch errors", 1, true), err)
-      assert.are.equal("PARTIAL", last_result(work, "latency"))
-      if case[1] then
-        assert.matches("^kingest: the run was partial %(job%.fail%.on%.partial=true%): 1 partitions stopped short after " ..
-          "fetch errors: " .. topic:gsub("%p", "%%%0") .. ":%d+ at %d+ of %d+$", H.last_line(err))
-      end
+      assert.are.equal(7, code, err)
+      local why = "nothing moved: 1 partitions had records to read and not one was read, so nothing is committed and "
+        .. "the offsets stay where they were: " .. topic .. ":0 (offsets 0 to 100): no record for 300 ms "
+        .. "(kafka.fetch.timeout.ms) at offset 0 (kafka.brokers=" .. H.bootstrap() .. ")"
+      assert.are.equal("kingest: " .. why, H.last_line(err))
+      local rows = H.sqlite(work .. "/state-store/latency.db",
+        "SELECT result, message FROM runs ORDER BY started_ms DESC LIMIT 1")
+      assert.same({ { "FAILED", why } }, rows)
+      assert.same({}, H.stored_offsets(work, "latency"))
+      assert.same({}, H.files(work .. "/job-output"))
     end
   end)
 end)

@@ -2,8 +2,10 @@
 -- fixtures) against the real broker: the same job run standalone and as a map-only Hadoop Streaming job gives the
 -- same published records and stored offsets; a map attempt that fails is retried and only the successful one's
 -- files are published; a job YARN fails, a driver killed during the job and during its commit leave nothing
--- lost or doubled; and the errors of a Hadoop that cannot be found or reached. Published files are read with
--- Hadoop's FsShell, never with kingest.
+-- lost or doubled; the maps run on the properties the driver resolved (its environment), never see a secret in
+-- their input, and a SIGTERM kills the Hadoop job; a run whose maps read nothing fails with their errors; and the
+-- errors of a Hadoop that cannot be found, reached or run. Published files are read with Hadoop's FsShell, never
+-- with kingest.
 local H = require("support.harness")
 local W = require("support.webhdfs")
 
@@ -209,6 +211,89 @@ describe("kingest in MapReduce mode on YARN", function()
     assert.equals(270, stored[names[1] .. ":0"] + stored[names[1] .. ":1"] + stored[names[1] .. ":2"])
   end)
 
+  it("runs a job whose brokers and secret come from the driver's environment on what the driver resolved, with no "
+    .. "secret in the maps' input; SIGTERM kills its Hadoop job: STOPPED, exit 6, nothing published, and the next "
+    .. "run pulls every record once", function()
+    local names, records = topics_with("mr_env", { { 60, 40 } })
+    local root, work = "/kingest/" .. H.unique("env"), H.workdir("mr_env")
+    local secret = H.unique("spec-secret")
+    -- While the file HOLD exists, the maps' decodeRecord waits after 20 records of its task: the first run's Hadoop
+    -- job has written some of its output, and cannot end by itself.
+    local hold = work .. "/hold"
+    H.spit(hold, "")
+    finally(function() os.remove(hold) end)
+    local job = H.job({ dir = work, name = "EnvJob", topics = names[1],
+      props = props(root, true, { ["kafka.brokers"] = H.UNSET, ["progress.interval.ms"] = 1000,
+        ["kafka.fetch.batch.size"] = 5, ["mr.streaming.args"] = "-cmdenv KINGEST_SPEC_SECRET=" .. secret }),
+      prelude = "local seen = 0",
+      code = table.concat({
+        '["kafka.brokers"] = os.getenv("KINGEST_SPEC_BROKERS") or "127.0.0.1:9",',
+        '["kafka.consumer.sasl.password"] = os.getenv("KINGEST_SPEC_SECRET"),',
+        "decodeRecord = function(msg)",
+        "  seen = seen + 1",
+        string.format("  local f = seen > 20 and io.open(%q)", hold),
+        "  while f do f:close() os.execute('sleep 0.2') f = io.open(" .. string.format("%q", hold) .. ") end",
+        "  return msg",
+        "end,",
+      }, "\n") })
+    local env = { GOBBLIN_WORK_DIR = work, KINGEST_SPEC_BROKERS = H.bootstrap(), KINGEST_SPEC_SECRET = secret }
+    local p = H.spawn({ "run", job }, env, work .. "/first")
+    assert.truthy(H.wait_until(function() return H.stderr_of(p):find("Hadoop job: job_%d+_%d+ running") end, 90),
+      H.stderr_of(p))
+    -- The maps' input: the driver's brokers, the secret's name and not its value, nor the Hadoop command line.
+    local job_id = H.stderr_of(p):match("Starting job EnvJob %((job_EnvJob_%d+)%)")
+    local input = W.read(root .. "/mr/EnvJob/" .. job_id .. "/input/tasks.txt")
+    assert.equals(2, #H.lines(input), input)
+    assert.truthy(input:find('["kafka.brokers","' .. H.bootstrap() .. '",', 1, true), input)
+    assert.truthy(input:find('"secrets":["kafka.consumer.sasl.password"]', 1, true), input)
+    assert.falsy(input:find(secret, 1, true), input)
+    assert.falsy(input:find("mr.streaming.args", 1, true), input)
+    -- Once a map has pulled records, SIGTERM: the driver kills the application and stops.
+    assert.truthy(H.wait_until(function()
+      return H.stderr_of(p):find("INFO Progress: task_EnvJob_%d+_%d " .. names[1]:gsub("%p", "%%%0") .. ":%d [1-9]")
+    end, 120), H.stderr_of(p))
+    assert.equals(0, (H.sh("kill -TERM " .. H.pid_of(p))))
+    local code = H.wait_exit(p, 120)
+    local log = H.stderr_of(p)
+    assert.equals(6, code, log)
+    assert.matches("INFO Killed the Hadoop job job_%d+_%d+", log)
+    -- YARN has it killed, not finished.
+    local hadoop_job = log:match("Hadoop job: (job_%d+_%d+) running")
+    assert.matches("Job state: KILLED", W.hadoop_ok({ "job", "-status", hadoop_job }), 1, true)
+    assert.same({ { "STOPPED", "stopped by SIGTERM; the next run goes on from here" } },
+      H.sqlite(work .. "/state-store/EnvJob.db", "SELECT result, message FROM runs"))
+    assert.same({}, W.paths(root .. "/out"))
+    assert.same({}, H.stored_offsets(work, "EnvJob"))
+    -- The next run, with the same environment: every record, once, from the driver's brokers.
+    os.remove(hold)
+    local again = H.run_ok(job, work, env)
+    assert.matches("Job job_EnvJob_%d+ completed in %d+ms: 100 records", again)
+    assert_published(root, names, records)
+    assert.same({ [names[1] .. ":0"] = 60, [names[1] .. ":1"] = 40 }, H.stored_offsets(work, "EnvJob"))
+    assert.same({}, W.paths(root .. "/mr"))
+  end)
+
+  it("fails a run whose maps read nothing: exit 7, the maps' fetch errors in the driver's log and the history, "
+    .. "offsets unmoved", function()
+    local names = topics_with("mr_none", { { 30, 30 } })
+    local root, work = "/kingest/" .. H.unique("none"), H.workdir("mr_none")
+    -- The broker holds each fetch for a second; the maps wait at most 300 ms for a record.
+    local job = H.job({ dir = work, name = "NoneMoved", topics = names[1], props = props(root, true, {
+      ["kafka.consumer.fetch.min.bytes"] = "1048576",
+      ["kafka.consumer.fetch.wait.max.ms"] = "1000",
+      ["kafka.fetch.timeout.ms"] = "300",
+    }) })
+    local last, log = H.run_fails(job, work, 7, { "nothing moved: 2 partitions had records to read",
+      names[1] .. ":0 (offsets 0 to 30): no record for 300 ms (kafka.fetch.timeout.ms) at offset 0 (kafka.brokers="
+        .. H.bootstrap() .. ")" })
+    assert.falsy(log:find("Hadoop job: Job job_%d+_%d+ failed"), log) -- the maps succeeded: they read nothing
+    local rows = H.sqlite(work .. "/state-store/NoneMoved.db", "SELECT result, message FROM runs")
+    assert.equals("FAILED", rows[1][1])
+    assert.equals(last:sub(#"kingest: " + 1), rows[1][2])
+    assert.same({}, H.stored_offsets(work, "NoneMoved"))
+    assert.same({}, W.paths(root .. "/out"))
+  end)
+
   it("names the ResourceManager it tried when YARN cannot be reached, offsets unmoved", function()
     local names = topics_with("mr_norm", { { 5 } })
     local root, work = "/kingest/" .. H.unique("norm"), H.workdir("mr_norm")
@@ -236,6 +321,27 @@ describe("kingest in MapReduce mode, refusing what cannot work", function()
     H.run_fails(job, work, 78, { "mr.hadoop.command=/nonexistent/bin/hadoop", "not found" })
     job, work = job_with({ ["mr.hadoop.command"] = "hadoop-not-installed" })
     H.run_fails(job, work, 78, { "mr.hadoop.command=hadoop-not-installed", "PATH=" })
+  end)
+
+  it("a Hadoop client that fails: its last lines in the log at ERROR, the line that says why in the error", function()
+    local names = topics_with("mr_client", { { 5 } })
+    local work, root = H.workdir("mr_client"), "/kingest/" .. H.unique("client")
+    local client = H.root:gsub("%p", "%%%0") .. "/scripts/hadoop"
+    -- An option Streaming does not know.
+    local job = H.job({ dir = work, name = "MrBad", topics = names[1], props = props(root, true,
+      { ["mr.streaming.args"] = "-D mapreduce.job.reduces=0 -no-such-option" }) })
+    local last, log = H.run_fails(job, work, 1, { "the Hadoop job of job_MrBad_", "exited 1",
+      "Unrecognized option: -no-such-option" })
+    assert.truthy(log:find("ERROR The Hadoop client " .. client .. " exited 1; its last %d+ lines:\n"), log)
+    assert.truthy(log:find("ERROR Hadoop client: Streaming Command Failed!", 1, true), log)
+    assert.falsy(last:find("Streaming Command Failed", 1, true), last)
+    -- A client that names no error, only what it could not find: its last line says why.
+    job = H.job({ dir = work, name = "MrBad", topics = names[1], props = props(root, true,
+      { ["mr.streaming.jar"] = work }) })
+    last, log = H.run_fails(job, work, 1, { "the Hadoop job of job_MrBad_", "exited 1",
+      "hadoop: jar: no such file: " .. work })
+    assert.truthy(log:find("ERROR The Hadoop client " .. client .. " exited 1; its last line:\n"), log)
+    assert.same({}, H.stored_offsets(work, "MrBad"))
   end)
 
   it("a streaming jar that is not there", function()

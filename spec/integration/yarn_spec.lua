@@ -64,7 +64,8 @@ describe("scripts/hadoop on YARN", function()
     code, out = hadoop({ "streaming-jar" })
     assert.equals(0, code)
     assert.equals(lib .. "/hadoop-streaming-3.4.2.jar", trim(out))
-    for _, cmd in ipairs({ "start-yarn", "stop-yarn", "yarn-status", "streaming", "classpath", "streaming-jar" }) do
+    for _, cmd in ipairs({ "start-yarn", "stop-yarn", "yarn-status", "streaming", "job", "classpath",
+      "streaming-jar" }) do
       local c, o = hadoop({ cmd, "--help" })
       assert.equals(0, c)
       assert.matches("^usage: scripts/hadoop " .. cmd:gsub("%-", "%%-"), o)

@@ -139,12 +139,8 @@ end
 -- A property value for H.job's PROPS that leaves the property out of the job (the engine's default applies).
 H.UNSET = setmetatable({}, { __tostring = function() return "H.UNSET" end })
 
--- Writes OPTS.dir/job.lua (creating the folder) and returns its path. The job pulls OPTS.topics (a whitelist
--- string, or a list of topic names) from OPTS.brokers (default: the test broker) from the earliest offset into
--- job-output/<topic>, as job OPTS.name (default "Job"); OPTS.props (property name to value) adds to and
--- overrides those defaults, a value of H.UNSET leaving the property out. OPTS.code is Lua source of more
--- fields of the job table (decodeRecord, converters, ...); OPTS.prelude is Lua source put before the table.
-function H.job(opts)
+-- The properties (name to value) of the job.lua H.job writes for OPTS.
+function H.job_props(opts)
   local topics = opts.topics
   if type(topics) == "table" then topics = table.concat(topics, ",") end
   local p = {
@@ -157,6 +153,16 @@ function H.job(opts)
   for k, v in pairs(opts.props or {}) do
     if v == H.UNSET then p[k] = nil else p[k] = v end
   end
+  return p
+end
+
+-- Writes OPTS.dir/job.lua (creating the folder) and returns its path. The job pulls OPTS.topics (a whitelist
+-- string, or a list of topic names) from OPTS.brokers (default: the test broker) from the earliest offset into
+-- job-output/<topic>, as job OPTS.name (default "Job"); OPTS.props (property name to value) adds to and
+-- overrides those defaults, a value of H.UNSET leaving the property out. OPTS.code is Lua source of more
+-- fields of the job table (decodeRecord, converters, ...); OPTS.prelude is Lua source put before the table.
+function H.job(opts)
+  local p = H.job_props(opts)
   os.execute("mkdir -p " .. H.q(opts.dir))
   local path = H.job_lua(opts.dir, p, opts.code)
   if opts.prelude then spit(path, opts.prelude .. "\n" .. slurp(path)) end
