@@ -265,9 +265,12 @@ function M.job_processor(job)
   local STAGE_AVRO, STAGE_PARTITION = -1, -2 -- the engine's decoding of an Avro record; the partition hook
 
   -- The Avro record view REC decoded, resolved to schema READER: the engine's step, named so when it fails.
+  local loaded = package.loaded
   local function read_avro(rec, reader)
     local was = stage
     stage = STAGE_AVRO
+    local avro = loaded["gobblin.avro"] -- what a failure of this record met, not of an earlier one
+    if avro and avro.failure then avro.failure = nil end
     local v = gffi.decoder(rec.schema, reader)(rec.datum_ptr, rec.datum_len)
     stage = was
     return v
@@ -451,10 +454,8 @@ function M.job_processor(job)
 
   local function stage_name()
     if stage == STAGE_AVRO then
-      local avro = package.loaded["gobblin.avro"]
-      local failure = avro and avro.failure
-      if avro then avro.failure = nil end
-      return failure == "resolution" and "Avro resolution" or "Avro decoding"
+      local avro = loaded["gobblin.avro"]
+      return avro and avro.failure == "resolution" and "Avro resolution" or "Avro decoding"
     end
     if stage == STAGE_PARTITION then return "partition hook" end
     return stage == 0 and "decodeRecord" or ("converter " .. stage)
