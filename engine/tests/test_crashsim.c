@@ -300,9 +300,12 @@ static char *learn(const scenario_t *sc, long *n) {
   return log;
 }
 
-/* Runs SC cut at operation CUT (which must be reached), and checks the simulator's notice. */
-static void cut_at(const scenario_t *sc, long cut, const char *what) {
-  char *err = NULL;
+/* Runs SC cut at operation CUT (which must be reached), and checks the simulator's notice. Returns the child's
+ * stderr (static until the next call): the simulator tells there what it undid. */
+static const char *cut_at(const scenario_t *sc, long cut, const char *what) {
+  static char *err;
+  free(err);
+  err = NULL;
   CHECK(cut > 0);
   CHECK_INT(run_child(sc, cut, &err, NULL), CUT_STATUS);
   char notice[128];
@@ -310,7 +313,17 @@ static void cut_at(const scenario_t *sc, long cut, const char *what) {
   CHECK_CONTAINS(err, notice);
   if (strstr(err, "KINGEST_POWERCUT: cannot")) CHECK_STR(err, "(no failure of the simulation itself)");
   CHECK_INT(trash_left(dir), 0);
-  free(err);
+  return err;
+}
+
+/* Whether ERR tells that the cut undid WHAT ("dropped", "brought back") of REL. */
+static bool told(const char *err, const char *what, const char *rel) {
+  char *path = path_of(rel);
+  char *line = kg_xasprintf("KINGEST_POWERCUT: %s %s\n", what, path);
+  bool found = strstr(err, line) != NULL;
+  free(line);
+  free(path);
+  return found;
 }
 
 static void check_file(const char *rel, const char *expected) {
@@ -346,15 +359,25 @@ static void test_data(void) {
   CHECK(!present("a/f"));
   /* After both: the synced bytes stay; the 700 written since (handed to the file at close) are cut to a random part,
    * a prefix of them. The second file's entry was never synced: gone, though its bytes were. */
-  cut_at(&sc, n, "end");
+  const char *err = cut_at(&sc, n, "end");
   size_t len = 0;
   char *text = read_rel("a/f", &len);
   CHECK(text != NULL);
   if (text) {
     CHECK(len >= 7 && len <= strlen(all));
     CHECK(!strncmp(text, all, len));
+    if (len < strlen(all)) {
+      char *path = path_of("a/f");
+      char *line = kg_xasprintf("KINGEST_POWERCUT: lost %zu of the %zu bytes of %s (kept %zu)\n", strlen(all) - len,
+                                strlen(all), path, len);
+      CHECK_CONTAINS(err, line);
+      free(line);
+      free(path);
+    }
   }
   CHECK(!present("a/g"));
+  CHECK(told(err, "dropped", "a/g"));
+  CHECK(!told(err, "dropped", "a/f"));
   /* Cut before the close: the bytes written since the sync were still in the stream's buffer, never in the file. */
   cut_at(&sc, op_number(log, "close", "a/f", 1), "close");
   check_file("a/f", "synced;");
@@ -377,17 +400,20 @@ static void test_rename(void) {
   check_file("a/src", "renamed\n");
   CHECK(!present("b/dst"));
   /* Renamed, no folder synced: undone. */
-  cut_at(&sc, sync_dst, "dirsync");
+  const char *err = cut_at(&sc, sync_dst, "dirsync");
   check_file("a/src", "renamed\n");
   CHECK(!present("b/dst"));
+  CHECK(told(err, "brought back", "a/src") && told(err, "dropped", "b/dst"));
   /* The destination folder synced, not the source's: the file is at both names (what POSIX allows). */
-  cut_at(&sc, sync_src, "dirsync");
+  err = cut_at(&sc, sync_src, "dirsync");
   check_file("a/src", "renamed\n");
   check_file("b/dst", "renamed\n");
+  CHECK(told(err, "brought back", "a/src") && !told(err, "dropped", "b/dst"));
   /* Both synced: moved. */
-  cut_at(&sc, n, "end");
+  err = cut_at(&sc, n, "end");
   CHECK(!present("a/src"));
   check_file("b/dst", "renamed\n");
+  CHECK(!strstr(err, "KINGEST_POWERCUT: brought back") && !strstr(err, "KINGEST_POWERCUT: dropped"));
   free(log);
 }
 
@@ -415,8 +441,9 @@ static void test_tree(void) {
   /* At the end: both folders stay (each synced into its parent); the file's bytes were synced but its folder never
    * was, so it is gone. a/old's removal was synced: gone. a/kept and t were removed unsynced: back, t with what it
    * held; so is a/new, with its synced bytes. The file created and removed with no sync between is not. */
-  cut_at(&sc, n, "end");
+  const char *err = cut_at(&sc, n, "end");
   CHECK(present("n/m") && !present("n/m/f"));
+  CHECK(told(err, "dropped", "n/m/f") && told(err, "brought back", "a/kept") && told(err, "brought back", "t"));
   CHECK(!present("a/old"));
   check_file("a/kept", "kept\n");
   check_file("t/inner", "inner\n");
