@@ -1,5 +1,5 @@
 -- Exactly once on HDFS under faults of HDFS itself, against the real broker and the HDFS of scripts/hadoop: a
--- NameNode stopped while a run writes and killed (SIGKILL) during a commit, safe mode, a space quota too small for
+-- NameNode killed (SIGKILL) while a run writes and during a commit, safe mode, a space quota too small for
 -- the output, and permission denied. A run that meets one fails with a clear error naming the path and HDFS's
 -- reason, leaves the offsets where they were and publishes nothing partial; once HDFS is well again, the next run
 -- publishes every record exactly once. A fault during a run is set off by a proxy in front of the NameNode
@@ -92,11 +92,12 @@ describe("kingest on HDFS under faults", function()
     return table.concat(parts, " ")
   end
 
-  it("fails with a clear error when the NameNode stops while records are written, offsets unmoved; the run "
+  it("fails with a clear error when the NameNode is killed while records are written, offsets unmoved; the run "
     .. "after its restart publishes every record once", function()
     local topic, lines = topic_of("nn_pull", 400)
     local work, root = H.workdir("nn_pull"), "/kingest/" .. H.unique("nn_pull")
-    -- Two tasks write four files of 50 records each to the task data: as the third is created, the NameNode stops.
+    -- Two tasks write four files of 50 records each to the task data: as the third is created, the NameNode is
+    -- killed.
     local uri, proxy_log = start_proxy(work, { op = "CREATE", match = root .. "/task-data/", nth = 3, before = true,
       then_ = hadoop_command("stop-namenode") })
     local path = hdfs_job(work, topic, root, { uri = uri })
@@ -117,7 +118,7 @@ describe("kingest on HDFS under faults", function()
     local topic, lines = topic_of("nn_commit", 600)
     local work, root = H.workdir("nn_commit"), "/kingest/" .. H.unique("nn_commit")
     -- A proxy in front of the NameNode: at the commit's first rename into the final dir, it hands the rename on,
-    -- reads the NameNode's answer, stops the NameNode and drops the answer.
+    -- reads the NameNode's answer, kills the NameNode with SIGKILL and drops the answer.
     local uri, proxy_log = start_proxy(work, { op = "RENAME", match = "destination=" .. root .. "/out/", nth = 1,
       then_ = hadoop_command("stop-namenode") })
     local path = hdfs_job(work, topic, root, { uri = uri })
