@@ -128,7 +128,7 @@ static void sync_rel(kg_fs_t *fs, const char *rel, char *e) {
   free(path);
 }
 
-/* 700 bytes no prefix of which is a prefix of another part of it: "000 001 002 ..." */
+/* 700 bytes, "000 001 002 ... 174 ": a file cut to a prefix of them is told apart from one holding other bytes. */
 static const char *unsynced_text(void) {
   static char text[701];
   if (!text[0])
