@@ -87,6 +87,11 @@ for _, scenario in ipairs({ { label = "first", before = 0 }, { label = "later", 
     -- dropped, back = entries brought back }, and the sentences where the disk does not agree with it (a dropped
     -- entry still there, a file cut to another length than it says).
     local function undone(err)
+      local function present(path) -- no shell per entry: a cut drops hundreds
+        local f = io.open(path, "rb")
+        if f then f:close() end
+        return f ~= nil
+      end
       local u, wrong = { bytes = 0, entries = 0, back = 0 }, {}
       for n, path, kept in err:gmatch("KINGEST_POWERCUT: lost (%d+) of the %d+ bytes of (.-) %(kept (%d+)%)\n") do
         u.bytes = u.bytes + tonumber(n)
@@ -99,11 +104,11 @@ for _, scenario in ipairs({ { label = "first", before = 0 }, { label = "later", 
       end
       for path in err:gmatch("KINGEST_POWERCUT: dropped (.-)\n") do
         u.entries = u.entries + 1
-        if H.exists(path) then wrong[#wrong + 1] = path .. " was dropped, it is there" end
+        if present(path) then wrong[#wrong + 1] = path .. " was dropped, it is there" end
       end
       for path in err:gmatch("KINGEST_POWERCUT: brought back (.-)\n") do
         u.back = u.back + 1
-        if not H.exists(path) then wrong[#wrong + 1] = path .. " was brought back, it is not there" end
+        if not present(path) then wrong[#wrong + 1] = path .. " was brought back, it is not there" end
       end
       return u, wrong
     end
