@@ -9,6 +9,9 @@
  *     (renamed out, removed) come back;
  *   - a file keeps what it held when it was last synced (0 bytes for a new file), and of what was written since
  *     a random part (a torn write): it is cut to a length between the two.
+ * What the cut undoes is told on stderr, a line each: "KINGEST_POWERCUT: brought back PATH" (an entry taken away
+ * since its folder's last sync), "lost N of the M bytes of PATH (kept K)" (bytes not synced), "dropped PATH" (an
+ * entry made since its folder's last sync, with what it holds).
  * Each folder's entries are durable on their own: a rename is durable in its destination folder once that is
  * synced, and out of its source folder once that is, which is what POSIX promises (a journaling file system
  * does better). The state store (SQLite, with its own journal and syncs), the job lock and the metrics do not
@@ -203,11 +206,15 @@ static _Noreturn void power_loss(const char *what, const char *path) {
       if (f && lstat(f->path, &now) == 0 && now.st_ino == f->ino) {
         if (link(f->path, at) != 0)
           kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot bring back %s: %s", at, strerror(errno));
-      } else if (sub && lstat(sub->path, &now) == 0 && now.st_ino == sub->ino) {
-        if (rename(sub->path, at) != 0)
-          kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot bring back %s: %s", at, strerror(errno));
         else
+          kg_log_say(KG_LOG_WARN, "kingest: ", -1, "KINGEST_POWERCUT: brought back %s", at);
+      } else if (sub && lstat(sub->path, &now) == 0 && now.st_ino == sub->ino) {
+        if (rename(sub->path, at) != 0) {
+          kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot bring back %s: %s", at, strerror(errno));
+        } else {
+          kg_log_say(KG_LOG_WARN, "kingest: ", -1, "KINGEST_POWERCUT: brought back %s", at);
           moved(sub->path, at);
+        }
       } else {
         kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot bring back %s: not found", at);
       }
@@ -223,6 +230,9 @@ static _Noreturn void power_loss(const char *what, const char *path) {
     off_t keep = files[i].durable_len + (off_t)((rng >> 33) % (unsigned long)(st.st_size - files[i].durable_len + 1));
     if (truncate(files[i].path, keep) != 0)
       kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot cut %s: %s", files[i].path, strerror(errno));
+    else if (keep < st.st_size)
+      kg_log_say(KG_LOG_WARN, "kingest: ", -1, "KINGEST_POWERCUT: lost %lld of the %lld bytes of %s (kept %lld)",
+              (long long)(st.st_size - keep), (long long)st.st_size, files[i].path, (long long)keep);
   }
   /* 3. Entries made since the last sync of their folder go, trash included. */
   for (size_t i = 0; i < ndirs; i++) {
@@ -236,9 +246,11 @@ static _Noreturn void power_loss(const char *what, const char *path) {
     size_t ndoomed = 0;
     while ((e = readdir(dd))) {
       if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      if (!strncmp(e->d_name, TRASH_PREFIX, strlen(TRASH_PREFIX)) || !has_entry(d->durable, d->ndurable, e->d_name, e->d_ino)) {
+      bool in_trash = !strncmp(e->d_name, TRASH_PREFIX, strlen(TRASH_PREFIX));
+      if (in_trash || !has_entry(d->durable, d->ndurable, e->d_name, e->d_ino)) {
         doomed = kg_xrealloc(doomed, (ndoomed + 1) * sizeof *doomed);
         doomed[ndoomed++] = kg_xasprintf("%s/%s", d->path, e->d_name);
+        if (!in_trash) kg_log_say(KG_LOG_WARN, "kingest: ", -1, "KINGEST_POWERCUT: dropped %s", doomed[ndoomed - 1]);
       }
     }
     closedir(dd);

@@ -642,6 +642,11 @@ static ssize_t take(rd_kafka_queue_t *q, rd_kafka_topic_t *rkt, int32_t partitio
 #undef KG_CONSUME
 }
 
+ssize_t kg_kafka_take(rd_kafka_queue_t *q, rd_kafka_topic_t *rkt, int32_t partition, int timeout_ms,
+                      rd_kafka_message_t **msgs, size_t max, bool *waited) {
+  return take(q, rkt, partition, timeout_ms, msgs, max, waited);
+}
+
 /* Partitions read at once by kg_kafka_peek: each has a fetcher whose first answer may bring up to a fetch's worth of
  * records, so the batch bounds what planning holds in memory. */
 #define KG_PEEK_BATCH 64

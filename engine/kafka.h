@@ -2,6 +2,8 @@
 #ifndef KG_KAFKA_H
 #define KG_KAFKA_H
 
+#include <sys/types.h>
+
 #include "config.h"
 #include "fingerprint.h"
 #include "kg_ffi.h"
@@ -71,5 +73,18 @@ void kg_kafka_fetch_stop(kg_kafka_t *kafka);
  * when the record has no such header (or is not a fetched message). For kg_ffi_record_header. */
 int kg_kafka_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
                            size_t *value_len);
+
+/* The batch taker under kg_kafka_fetch and kg_kafka_peek (kafka.c's take), reachable for its own test
+ * (engine/tests/test_kafka.c, which drives it on a client and queues of its own); the engine calls it only through
+ * those two. Up to MAX messages from queue Q (when RKT is NULL), or from partition PARTITION of RKT (Q then that
+ * partition's queue, NULL when not known): messages already queued are taken without a wait; an empty queue is waited
+ * on, up to TIMEOUT_MS, for one message, and then whatever came with it is taken. Returns how many were put in MSGS (the
+ * caller's, each destroyed with rd_kafka_message_destroy), or -1 as consume_batch does. *WAITED (when not NULL)
+ * tells whether the queue was waited on. */
+struct rd_kafka_queue_s;
+struct rd_kafka_topic_s;
+struct rd_kafka_message_s;
+ssize_t kg_kafka_take(struct rd_kafka_queue_s *q, struct rd_kafka_topic_s *rkt, int32_t partition, int timeout_ms,
+                      struct rd_kafka_message_s **msgs, size_t max, bool *waited);
 
 #endif

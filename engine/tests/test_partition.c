@@ -1,5 +1,6 @@
-/* test_partition.c: time-partitioned paths: Joda patterns, time zones (with summer time), prefix and suffix,
- * and the errors of a bad pattern or zone. Expected folders worked out by hand, and checked against date(1). */
+/* test_partition.c: time-partitioned paths: Joda patterns, time zones (with summer time, to the second around each
+ * change, half-hour zones and a change of 30 minutes among them), prefix and suffix, and the errors of a bad pattern
+ * or zone. Expected folders worked out by hand, and checked against date(1). */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -47,6 +48,39 @@ static void check_with_date(const char *zone, int64_t start) {
   unlink(path);
 }
 
+/* The folders of the instants 5 minutes and 1 second before a change of ZONE's offset at CHANGE (seconds since the
+ * epoch, UTC), at it, and 5 minutes after, as EXPECTED has them (worked out by hand, and as date(1) prints them). A
+ * change applied a little early or late, or at the wrong second, puts one of them in the wrong folder. */
+static void check_change(const char *zone, int64_t change, const char *const expected[4]) {
+  const int64_t at[4] = {change - 300, change - 1, change, change + 300};
+  for (int i = 0; i < 4; i++)
+    check_path("yyyy/MM/dd/HH/mm/ss", zone, "", "", at[i] * 1000, expected[i]);
+}
+
+static void test_changes(void) {
+  /* London: GMT to BST at 01:00 UTC, and back at 01:00 UTC (local 02:00 BST becomes 01:00 GMT). */
+  check_change("Europe/London", 1774746000, /* 2026-03-29T01:00:00Z */
+               (const char *const[]){"2026/03/29/00/55/00", "2026/03/29/00/59/59", "2026/03/29/02/00/00",
+                                     "2026/03/29/02/05/00"});
+  check_change("Europe/London", 1792890000, /* 2026-10-25T01:00:00Z */
+               (const char *const[]){"2026/10/25/01/55/00", "2026/10/25/01/59/59", "2026/10/25/01/00/00",
+                                     "2026/10/25/01/05/00"});
+  /* Lord Howe Island: a change of 30 minutes, +11 to +10:30 at 15:00 UTC and back at 15:30 UTC. */
+  check_change("Australia/Lord_Howe", 1775314800, /* 2026-04-04T15:00:00Z */
+               (const char *const[]){"2026/04/05/01/55/00", "2026/04/05/01/59/59", "2026/04/05/01/30/00",
+                                     "2026/04/05/01/35/00"});
+  check_change("Australia/Lord_Howe", 1791041400, /* 2026-10-03T15:30:00Z */
+               (const char *const[]){"2026/10/04/01/55/00", "2026/10/04/01/59/59", "2026/10/04/02/30/00",
+                                     "2026/10/04/02/35/00"});
+  /* St. John's: -3:30 to -2:30 at 05:30 UTC, and back at 04:30 UTC. */
+  check_change("America/St_Johns", 1772947800, /* 2026-03-08T05:30:00Z */
+               (const char *const[]){"2026/03/08/01/55/00", "2026/03/08/01/59/59", "2026/03/08/03/00/00",
+                                     "2026/03/08/03/05/00"});
+  check_change("America/St_Johns", 1793507400, /* 2026-11-01T04:30:00Z */
+               (const char *const[]){"2026/11/01/01/55/00", "2026/11/01/01/59/59", "2026/11/01/01/00/00",
+                                     "2026/11/01/01/05/00"});
+}
+
 int main(void) {
   const int64_t winter = 1796050800000LL; /* 2026-11-30T15:00:00Z */
   const int64_t summer = 1782907200000LL; /* 2026-07-01T12:00:00Z */
@@ -75,6 +109,14 @@ int main(void) {
   const char *zones[] = {"America/Los_Angeles", "America/Los_Angeles", "Europe/Paris", "Europe/Paris"};
   for (int z = 0; z < 4; z++)
     check_with_date(zones[z], changes[z]);
+  /* The same against date(1) for the zones of test_changes, over two days whose samples fall 5 minutes before each
+   * change. */
+  const int64_t more[] = {1774746000, 1792890000, 1775314800, 1791041400, 1772947800, 1793507400};
+  const char *more_zones[] = {"Europe/London",       "Europe/London",    "Australia/Lord_Howe",
+                              "Australia/Lord_Howe", "America/St_Johns", "America/St_Johns"};
+  for (int z = 0; z < 6; z++)
+    check_with_date(more_zones[z], more[z] - 86400 - 300);
+  test_changes();
 
   char err[KG_ERRLEN];
   kg_partitioner_t *p = NULL;

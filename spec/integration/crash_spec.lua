@@ -56,7 +56,7 @@ describe("kingest killed with SIGKILL at every crash point and at random times",
 
   it("publishes whole files only, holding records of their own topic, and never takes one back", function()
     assert.is_true(report.files >= report.kills, Crash.summary(report)) -- several files per commit
-    none_of("partial", "unknown", "vanished")
+    none_of("partial", "unknown", "unreadable", "vanished")
   end)
 
   it("leaves no task data and no unfinished commit after a successful run", function()

@@ -1,9 +1,10 @@
 -- Exactly once on HDFS under faults of HDFS itself, against the real broker and the HDFS of scripts/hadoop: a
--- NameNode killed (SIGKILL) while a run pulls and during a commit, safe mode, a space quota too small for the
--- output, and permission denied. A run that meets one fails with a clear error naming the path and HDFS's reason,
--- leaves the offsets where they were and publishes nothing partial; once HDFS is well again, the next run
--- publishes every record exactly once. Published files are read with curl (WebHDFS OPEN) or Hadoop's FsShell,
--- never with kingest.
+-- NameNode killed (SIGKILL) while a run writes and during a commit, safe mode, a space quota too small for
+-- the output, and permission denied. A run that meets one fails with a clear error naming the path and HDFS's
+-- reason, leaves the offsets where they were and publishes nothing partial; once HDFS is well again, the next run
+-- publishes every record exactly once. A fault during a run is set off by a proxy in front of the NameNode
+-- (spec/support/namenode_proxy.py) at a chosen request, so that the run meets it every time, and each such case
+-- checks that it did. Published files are read with curl (WebHDFS OPEN) or Hadoop's FsShell, never with kingest.
 local H = require("support.harness")
 local W = require("support.webhdfs")
 
@@ -67,39 +68,45 @@ describe("kingest on HDFS under faults", function()
     W.hadoop({ "safemode", "leave" })
   end)
 
-  -- Starts kingest on JOB in WORK in the background and waits until it pulls; returns the handle.
-  local function spawn_pulling(path, work)
-    local p = H.spawn({ "run", path }, { GOBBLIN_WORK_DIR = work }, work .. "/spawned")
-    assert.truthy(H.wait_until(function() return H.stderr_of(p):find("Pulling partition", 1, true) end, 30),
-      "the run did not start pulling:\n" .. H.stderr_of(p))
-    return p
+  -- Starts spec/support/namenode_proxy.py in front of the NameNode, logging to WORK/proxy.log: at the NTH request of
+  -- OP whose request line holds MATCH, it runs THEN (a shell command), before handing the request on (BEFORE) or
+  -- after the NameNode answered it (the answer then dropped). Returns the webhdfs:// URI through it (as USER, when
+  -- given) and a function that returns the proxy's log.
+  local function start_proxy(work, opts)
+    local port, nn = free_port(), W.url():match(":(%d+)$")
+    local log = work .. "/proxy.log"
+    local cmd = string.format("python3 %s %d %s --op %s --match %s --nth %d --then %s%s >%s 2>&1 & echo $!",
+      H.q(H.root .. "/spec/support/namenode_proxy.py"), port, nn, opts.op, H.q(opts.match), opts.nth, H.q(opts.then_),
+      opts.before and " --before" or "", H.q(log))
+    local _, pid = H.sh(cmd)
+    proxy_pid = tonumber(pid:match("%d+"))
+    assert.truthy(H.wait_until(function() return (H.slurp(log) or ""):find("namenode_proxy:", 1, true) end, 10))
+    return "webhdfs://" .. (opts.user and (opts.user .. "@") or "") .. "127.0.0.1:" .. port,
+      function() return H.slurp(log) or "" end
   end
 
-  -- Waits for spawned P to end; returns its status and its last stderr line.
-  local function ended(p)
-    local status = H.wait_exit(p, 120)
-    assert.is_not_nil(status, "the run did not end:\n" .. H.stderr_of(p))
-    return status, H.last_line(H.stderr_of(p)), H.stderr_of(p)
+  -- The command that runs scripts/hadoop ARGS..., for a proxy's THEN.
+  local function hadoop_command(...)
+    local parts = { H.q(H.root .. "/scripts/hadoop") }
+    for _, a in ipairs({ ... }) do parts[#parts + 1] = H.q(a) end
+    return table.concat(parts, " ")
   end
 
   it("fails with a clear error when the NameNode is killed while records are written, offsets unmoved; the run "
     .. "after its restart publishes every record once", function()
     local topic, lines = topic_of("nn_pull", 400)
     local work, root = H.workdir("nn_pull"), "/kingest/" .. H.unique("nn_pull")
-    -- 10 ms a record: some 4 s of pulling, with a file of 50 records uploaded every half second.
-    local path = hdfs_job(work, topic, root, { code = H.slow_decode(10) })
-    local p = spawn_pulling(path, work)
-    H.sleep(0.5)
-    hadoop("stop-namenode")
-    local status, last, log = ended(p)
-    if status ~= 0 then -- (it may have finished before the kill on a slow machine)
-      assert.equals(1, status, log)
-      assert.matches("^kingest: ", last)
-      assert.truthy(last:find(root .. "/task-data/", 1, true), "the error should name the path: " .. last)
-      assert.same({}, H.stored_offsets(work, JOB))
-    end
+    -- Two tasks write four files of 50 records each to the task data: as the third is created, the NameNode is
+    -- killed.
+    local uri, proxy_log = start_proxy(work, { op = "CREATE", match = root .. "/task-data/", nth = 3, before = true,
+      then_ = hadoop_command("stop-namenode") })
+    local path = hdfs_job(work, topic, root, { uri = uri })
+    local last, err = H.run_fails(path, work, 1, { root .. "/task-data/", "WebHDFS", "did not answer" })
+    assert.truthy(proxy_log():find("fault: ran the command before handing on PUT", 1, true), proxy_log())
+    assert.matches("^kingest: ", last)
+    assert.same({}, H.stored_offsets(work, JOB), err)
     hadoop("start-namenode")
-    if status ~= 0 then assert.same({}, published(root)) end
+    assert.same({}, published(root))
     H.run_ok(path, work)
     assert_exactly_once(root, lines, true)
     local stored = H.stored_offsets(work, JOB)
@@ -112,17 +119,11 @@ describe("kingest on HDFS under faults", function()
     local work, root = H.workdir("nn_commit"), "/kingest/" .. H.unique("nn_commit")
     -- A proxy in front of the NameNode: at the commit's first rename into the final dir, it hands the rename on,
     -- reads the NameNode's answer, kills the NameNode with SIGKILL and drops the answer.
-    local port, nn = free_port(), W.url():match(":(%d+)$")
-    local log = work .. "/proxy.log"
-    local cmd = string.format("python3 %s %d %s --op RENAME --match %s --nth 1 --then %s >%s 2>&1 & echo $!",
-      H.q(H.root .. "/spec/support/namenode_proxy.py"), port, nn, H.q("destination=" .. root .. "/out/"),
-      H.q(H.q(H.root .. "/scripts/hadoop") .. " stop-namenode"), H.q(log))
-    local _, pid = H.sh(cmd)
-    proxy_pid = tonumber(pid:match("%d+"))
-    assert.truthy(H.wait_until(function() return (H.slurp(log) or ""):find("namenode_proxy:", 1, true) end, 10))
-    local path = hdfs_job(work, topic, root, { uri = "webhdfs://127.0.0.1:" .. port })
+    local uri, proxy_log = start_proxy(work, { op = "RENAME", match = "destination=" .. root .. "/out/", nth = 1,
+      then_ = hadoop_command("stop-namenode") })
+    local path = hdfs_job(work, topic, root, { uri = uri })
     local last, err = H.run_fails(path, work, 1, { "cannot move", root .. "/out/", "WebHDFS" })
-    assert.truthy((H.slurp(log) or ""):find("fault: the NameNode answered", 1, true), H.slurp(log))
+    assert.truthy(proxy_log():find("fault: the NameNode answered", 1, true), proxy_log())
     assert.same({}, H.stored_offsets(work, JOB), last)
     hadoop("start-namenode")
     -- The rename did happen: one file is in the final dir already, its records not yet committed.
@@ -174,17 +175,15 @@ describe("kingest on HDFS under faults", function()
   it("fails when HDFS enters safe mode while the run writes, offsets unmoved, nothing published", function()
     local topic, lines = topic_of("safemode_mid", 400)
     local work, root = H.workdir("safemode_mid"), "/kingest/" .. H.unique("safemode_mid")
-    local path = hdfs_job(work, topic, root, { code = H.slow_decode(10) })
-    local p = spawn_pulling(path, work)
-    hadoop("safemode", "enter")
-    local status, last, log = ended(p)
+    -- As the second file of task data is created, HDFS enters safe mode; the NameNode then refuses that file.
+    local uri, proxy_log = start_proxy(work, { op = "CREATE", match = root .. "/task-data/", nth = 2, before = true,
+      then_ = hadoop_command("safemode", "enter") })
+    local path = hdfs_job(work, topic, root, { uri = uri })
+    local _, err = H.run_fails(path, work, 1, { "safe mode", root .. "/task-data/" })
+    assert.truthy(proxy_log():find("fault: ran the command before handing on PUT", 1, true), proxy_log())
     hadoop("safemode", "leave")
-    if status ~= 0 then
-      assert.equals(1, status, log)
-      assert.truthy(last:find("safe mode", 1, true), last)
-      assert.same({}, H.stored_offsets(work, JOB))
-      assert.same({}, published(root))
-    end
+    assert.same({}, H.stored_offsets(work, JOB), err)
+    assert.same({}, published(root))
     H.run_ok(path, work)
     assert_exactly_once(root, lines)
   end)
@@ -234,13 +233,14 @@ describe("kingest on HDFS under faults", function()
   it("fails with Permission denied on a final dir it may not write, naming it, offsets unmoved", function()
     local topic, lines = topic_of("perm", 200)
     local work, root = H.workdir("perm"), "/kingest/" .. H.unique("perm")
-    hadoop("fs", "-mkdir", "-p", root .. "/out", root .. "/task-data")
-    hadoop("fs", "-chmod", "777", root .. "/task-data")
-    hadoop("fs", "-chmod", "500", root .. "/out") -- the current user's (the superuser's), not kg_other's
+    W.mkdirs(root .. "/out")
+    W.mkdirs(root .. "/task-data")
+    W.chmod(root .. "/task-data", "777")
+    W.chmod(root .. "/out", "500") -- the current user's (the superuser's), not kg_other's
     local path = hdfs_job(work, topic, root, { uri = W.uri("kg_other") })
     H.run_fails(path, work, 1, { "Permission denied", root .. "/out", "kg_other" })
     assert.same({}, H.stored_offsets(work, JOB))
-    hadoop("fs", "-chmod", "777", root .. "/out")
+    W.chmod(root .. "/out", "777")
     H.run_ok(path, work)
     assert_exactly_once(root, lines, true)
   end)
@@ -249,19 +249,19 @@ describe("kingest on HDFS under faults", function()
     function()
     local topic, lines = topic_of("perm_mid", 400)
     local work, root = H.workdir("perm_mid"), "/kingest/" .. H.unique("perm_mid")
-    hadoop("fs", "-mkdir", "-p", root .. "/out", root .. "/task-data")
-    hadoop("fs", "-chmod", "777", root .. "/out", root .. "/task-data")
-    local path = hdfs_job(work, topic, root, { uri = W.uri("kg_other"), code = H.slow_decode(10) })
-    local p = spawn_pulling(path, work)
-    hadoop("fs", "-chmod", "555", root .. "/out")
-    local status, last, log = ended(p)
-    if status ~= 0 then
-      assert.equals(1, status, log)
-      assert.truthy(last:find("Permission denied", 1, true) and last:find(root .. "/out", 1, true), last)
-      assert.same({}, H.stored_offsets(work, JOB))
-      assert.same({}, published(root))
-    end
-    hadoop("fs", "-chmod", "777", root .. "/out")
+    W.mkdirs(root .. "/out")
+    W.mkdirs(root .. "/task-data")
+    W.chmod(root .. "/out", "777")
+    W.chmod(root .. "/task-data", "777")
+    -- As the first file of task data is created, the final dir becomes read-only: the commit cannot move into it.
+    local uri, proxy_log = start_proxy(work, { op = "CREATE", match = root .. "/task-data/", nth = 1, before = true,
+      user = "kg_other", then_ = W.chmod_command(root .. "/out", "555") })
+    local path = hdfs_job(work, topic, root, { uri = uri })
+    local _, err = H.run_fails(path, work, 1, { "Permission denied", root .. "/out", "kg_other" })
+    assert.truthy(proxy_log():find("fault: ran the command before handing on PUT", 1, true), proxy_log())
+    assert.same({}, H.stored_offsets(work, JOB), err)
+    assert.same({}, published(root))
+    W.chmod(root .. "/out", "777")
     H.run_ok(path, work)
     assert_exactly_once(root, lines)
   end)

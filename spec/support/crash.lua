@@ -92,8 +92,8 @@ function Campaign:log(fmt, ...)
   if self.progress then self.progress(string.format(fmt, ...)) end
 end
 
--- Notes a broken promise of KIND ("lost", "doubled", "partial", "unknown", "vanished", "task-data", "pending",
--- "offsets", "broker", "run").
+-- Notes a broken promise of KIND ("lost", "doubled", "partial", "unknown", "unreadable", "vanished", "task-data",
+-- "pending", "offsets", "broker", "run").
 function Campaign:violation(kind, fmt, ...)
   local msg = string.format("%s [seed %d, cycle %d, %s]: ", kind, self.seed, self.stats.cycles, self.context) ..
               string.format(fmt, ...)
@@ -392,8 +392,14 @@ function Campaign:forget(path)
 end
 
 function Campaign:read_file(path, size)
-  local text = self:read_final(path)
+  local text, why = self:read_final(path)
   local entry = { size = size, lines = {}, unknown = 0 }
+  if not text then
+    -- Its records are not counted (a duplicate among them would go unseen): a violation, and read again next scan.
+    self:violation("unreadable", "published file %s cannot be read: %s", path, why)
+    entry.size = -1
+    text = ""
+  end
   local topic = path:match("^([^/]+)/part%.task_.+%.txt$")
   if not topic then self:violation("unknown", "unexpected file in the final dir: %s", path) end
   if #text > 0 and text:sub(-1) ~= "\n" then
@@ -475,13 +481,16 @@ function Campaign:final_files()
   return files
 end
 
--- The bytes of the final dir's file PATH (relative), "" when it cannot be read.
+-- The bytes of the final dir's file PATH (relative); nil and the reason when it cannot be read.
 function Campaign:read_final(path)
   if self.hdfs then
     local ok, text = pcall(self.W.read, self.final .. "/" .. path, self.hdfs_http)
-    return ok and text or ""
+    if ok then return text end
+    return nil, tostring(text)
   end
-  return H.slurp(self.final .. "/" .. path) or ""
+  local text = H.slurp(self.final .. "/" .. path)
+  if text then return text end
+  return nil, "cannot be read"
 end
 
 -- Whether file PATH (absolute, on the job's file system) exists.

@@ -198,20 +198,35 @@ local function list_files(dir, top)
   return files
 end
 
--- The lines of FILES (relative to DIR), concatenated in that order.
+-- The lines of FILES (relative to DIR), concatenated in that order, each without its newline; and the files that
+-- end in a torn line (bytes after their last newline, left out of the lines), as sentences naming the file.
 local function lines_of(dir, files)
-  local lines = {}
+  local lines, torn = {}, {}
   for _, f in ipairs(files) do
-    for line in (slurp(dir .. "/" .. f) or ""):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
+    local text = slurp(dir .. "/" .. f) or ""
+    for line in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
+    local tail = text:match("[^\n]+$")
+    if tail then torn[#torn + 1] = string.format("%s/%s ends in a torn line of %d bytes: %q", dir, f, #tail, tail) end
   end
-  return lines
+  return lines, torn
 end
 
 -- Every file under DIR (recursively), sorted.
 function H.files(dir) return list_files(dir, false) end
 
--- The lines of every file under DIR, concatenated in file-name order.
-function H.output_lines(dir) return lines_of(dir, H.files(dir)) end
+-- The lines of every file under DIR, concatenated in file-name order (bytes after a file's last newline left out:
+-- H.whole_lines where a torn line must fail).
+function H.output_lines(dir) return (lines_of(dir, H.files(dir))) end
+
+-- The lines of every file under DIR, as H.output_lines, and the sentences naming the files that end in a torn line.
+function H.record_lines(dir) return lines_of(dir, H.files(dir)) end
+
+-- The lines of every file under DIR, as H.output_lines; errors, naming the file, when one ends in a torn line.
+function H.whole_lines(dir)
+  local lines, torn = lines_of(dir, H.files(dir))
+  assert(#torn == 0, table.concat(torn, "\n"))
+  return lines
+end
 
 -- The lines a run in WORK published for TOPIC (its folder in job-output, with writer.file.path.type=tablename).
 function H.published(work, topic) return H.output_lines(work .. "/job-output/" .. topic) end
@@ -470,7 +485,7 @@ end
 function H.top_files(dir) return list_files(dir, true) end
 
 -- The lines of the files directly in DIR (not in its subfolders), in file-name order.
-function H.top_lines(dir) return lines_of(dir, H.top_files(dir)) end
+function H.top_lines(dir) return (lines_of(dir, H.top_files(dir))) end
 
 -- Every line of the files directly in DIR decoded with cjson, in file-name then line order: the JSON
 -- records a job wrote to one output folder.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""An HTTP proxy in front of a NameNode's WebHDFS port that loses the NameNode at a chosen request, for the
-fault specs (spec/integration/hdfs_faults_spec.lua).
+"""An HTTP proxy in front of a NameNode's WebHDFS port that sets off a fault at a chosen request (the NameNode
+killed, safe mode entered, a folder made read-only), for the fault specs (spec/integration/hdfs_faults_spec.lua).
 
     namenode_proxy.py LISTEN_PORT TARGET_PORT --op RENAME [--match TEXT] --nth N --then CMD [--before]
 

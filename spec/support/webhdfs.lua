@@ -126,17 +126,39 @@ function W.exists(path, base)
   return status == 200
 end
 
--- The lines of every file under DIR, in path order, read with curl OPEN; and the sorted paths.
+-- The lines of every file under DIR, in path order, read with curl OPEN; and the sorted paths. Errors, naming the
+-- file, when one ends in a torn line (bytes after its last newline).
 function W.lines(dir, base)
   local lines, paths = {}, W.paths(dir, base)
   for _, p in ipairs(paths) do
-    for l in W.read(dir .. "/" .. p, base):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+    local text = W.read(dir .. "/" .. p, base)
+    for l in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+    local tail = text:match("[^\n]+$")
+    assert(not tail, string.format("%s/%s ends in a torn line of %d bytes: %q", dir, p, #(tail or ""), tail or ""))
   end
   return lines, paths
 end
 
+-- The shell command (curl, no JVM) that sets the permission of PATH to PERMISSION (octal, "555") as the superuser,
+-- and fails when HDFS refuses.
+function W.chmod_command(path, permission)
+  return "curl -s -f -o /dev/null -X PUT " .. H.q(op_url(path, "SETPERMISSION", nil, "&permission=" .. permission))
+end
+
+-- Sets the permission of PATH (W.chmod_command); errors when HDFS refuses.
+function W.chmod(path, permission)
+  local code, _, err = H.sh(W.chmod_command(path, permission))
+  assert(code == 0, "SETPERMISSION " .. path .. " " .. permission .. ": " .. err)
+end
+
+-- mkdir -p PATH on HDFS as the superuser (curl MKDIRS); errors when HDFS refuses.
+function W.mkdirs(path)
+  local code, out, err = H.sh("curl -s -f -X PUT " .. H.q(op_url(path, "MKDIRS")))
+  assert(code == 0 and out:find('"boolean":true', 1, true), "MKDIRS " .. path .. ": " .. out .. err)
+end
+
 -- The lines of every file under DIR read by Hadoop's FsShell (-ls -R, then one -text of all files): slow (a JVM
--- per call), but Hadoop's own reader. Returns the lines and the sorted absolute paths.
+-- per call), but Hadoop's own reader. Returns the lines and the sorted absolute paths; errors on a torn last line.
 function W.fs_lines(dir)
   local code, out, err = W.hadoop({ "fs", "-ls", "-R", dir })
   assert(code == 0, "fs -ls: " .. err)
@@ -151,6 +173,10 @@ function W.fs_lines(dir)
     for _, f in ipairs(files) do args[#args + 1] = f end
     local text = W.hadoop_ok(args)
     for l in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+    -- One output for all files: a torn last line of any but the last runs into the next file's first (a line no
+    -- record has); the last's is left after the last newline.
+    local tail = text:match("[^\n]+$")
+    assert(not tail, string.format("the last of the files under %s ends in a torn line: %q", dir, tail or ""))
   end
   return lines, files
 end
