@@ -24,6 +24,7 @@ local function hdfs_job(work, topic, root, opts)
     -- One file at a time, so that a fault at the Nth rename leaves N files published.
     ["parallel.runner.threads"] = 1,
   }
+  for k, v in pairs(opts.props or {}) do props[k] = v end
   return job(work, topic, props, opts.code)
 end
 
@@ -96,11 +97,12 @@ describe("kingest on HDFS under faults", function()
     .. "after its restart publishes every record once", function()
     local topic, lines = topic_of("nn_pull", 400)
     local work, root = H.workdir("nn_pull"), "/kingest/" .. H.unique("nn_pull")
-    -- Two tasks write four files of 50 records each to the task data: as the third is created, the NameNode is
-    -- killed.
+    -- Two tasks, one after the other, write four files of 50 records each to the task data: as the first task
+    -- creates its third, the NameNode is killed. (Tasks side by side would race: a file the other task is closing
+    -- at that moment fails at the DataNode, with the DataNode's error.)
     local uri, proxy_log = start_proxy(work, { op = "CREATE", match = root .. "/task-data/", nth = 3, before = true,
       then_ = hadoop_command("stop-namenode") })
-    local path = hdfs_job(work, topic, root, { uri = uri })
+    local path = hdfs_job(work, topic, root, { uri = uri, props = { ["taskexecutor.threadpool.size"] = 1 } })
     local last, err = H.run_fails(path, work, 1, { root .. "/task-data/", "WebHDFS", "did not answer" })
     assert.truthy(proxy_log():find("fault: ran the command before handing on PUT", 1, true), proxy_log())
     assert.matches("^kingest: ", last)
