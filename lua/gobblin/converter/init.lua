@@ -2,7 +2,8 @@
 -- to put in a job's `converters` list.
 local json = require("gobblin.json")
 
-local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
+local type, pairs, ipairs, tostring, error, getmetatable, setmetatable, rawget =
+  type, pairs, ipairs, tostring, error, getmetatable, setmetatable, rawget
 
 local M = {}
 
@@ -74,38 +75,63 @@ function M.json_to_avro(schema)
   end
 end
 
--- project: keeps only FIELDS (an array of names) of a table record; missing fields stay missing. The converter is
--- generated for FIELDS (one table constructor, no loop), which LuaJIT compiles into a copy of a presized table.
+-- project: keeps only FIELDS (an array of names) of a table record; missing fields stay missing. The result is an
+-- object whose fields are written in the order of FIELDS (json.order(FIELDS)), whatever the record's order; the
+-- values are the record's own (a nested table keeps its markers and order). The converter is generated for FIELDS
+-- (one table constructor, no loop), which LuaJIT compiles into a copy of a presized table.
 function M.project(fields)
   if type(fields) ~= "table" or #fields == 0 then error("project expects a non-empty array of field names", 2) end
-  local items = {}
+  local items, names, seen = {}, {}, {}
   for i = 1, #fields do
     local f = fields[i]
     if type(f) ~= "string" and type(f) ~= "number" then
       error("project expects an array of field names; item " .. i .. " is a " .. type(f), 2)
     end
-    local k = type(f) == "string" and string.format("%q", f) or tostring(f)
-    items[i] = "[" .. k .. "] = record[" .. k .. "]"
+    if not seen[f] then -- a name given twice is kept once, at its first place
+      seen[f] = true
+      local k = type(f) == "string" and string.format("%q", f) or tostring(f)
+      items[#items + 1] = "[" .. k .. "] = record[" .. k .. "]"
+      names[#names + 1] = f
+    end
   end
-  local source = "local type, error = ...\n" ..
+  local source = "local type, error, setmetatable, order = ...\n" ..
     "return function(record)\n" ..
     "  if type(record) ~= 'table' then error('project expects a table record, got ' .. type(record), 0) end\n" ..
-    "  return { " .. table.concat(items, ", ") .. " }\n" ..
+    "  return setmetatable({ " .. table.concat(items, ", ") .. " }, order)\n" ..
     "end\n"
-  return assert(loadstring(source, "=gobblin.converter.project"))(type, error)
+  return assert(loadstring(source, "=gobblin.converter.project"))(type, error, setmetatable, json.order(names))
 end
 
--- rename: renames fields of a table record by MAPPING (old name -> new name); other fields are kept.
+-- rename: renames fields of a table record by MAPPING (old name -> new name); other fields are kept. The fields
+-- keep their places: a decoded object (or a table with json.order) comes out with its keys in the same order, the
+-- renamed ones where the old names were; when two fields end up with one name, it is at the first one's place with
+-- the value of the later one. A table without an order comes out without one.
 function M.rename(mapping)
   if type(mapping) ~= "table" then error("rename expects a table of old = new names", 2) end
+  local keys_of, order = json.keys, json.order
   return function(record)
     if type(record) ~= "table" then error("rename expects a table record, got " .. type(record), 0) end
-    local out = {}
-    for k, v in pairs(record) do
-      local to = mapping[k]
-      if to then out[to] = v else out[k] = v end
+    local mt = getmetatable(record)
+    if type(mt) ~= "table" or rawget(mt, "__jsontype") ~= "object" then
+      local out = {}
+      for k, v in pairs(record) do
+        local to = mapping[k]
+        if to then out[to] = v else out[k] = v end
+      end
+      return out
     end
-    return out
+    local out, names, n = {}, {}, 0
+    local keys = keys_of(record)
+    for i = 1, #keys do
+      local k = keys[i]
+      local to = mapping[k] or k
+      if out[to] == nil then
+        n = n + 1
+        names[n] = to
+      end
+      out[to] = record[k]
+    end
+    return setmetatable(out, order(names))
   end
 end
 
