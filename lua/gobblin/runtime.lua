@@ -242,7 +242,7 @@ local function log_function(level, prefix)
 end
 
 local json = require("gobblin.json")
-local encode_table, encode_staged = json.encode, json.encode_staged
+local encode_staged = json.encode_staged
 
 -- Builds the task's processor for the job file at PATH (nil: a properties job with the built-in source).
 -- Returns a table: process(batch pointer), stage() (what ran when the last error happened: "decodeRecord"
@@ -324,7 +324,8 @@ function M.job_processor(job)
   end
 
   -- An Avro record view: its datum as it is when its schema is the output's; otherwise resolved to the
-  -- output's schema and encoded again, or, for output that is not Avro, written as JSON.
+  -- output's schema and encoded again, or, for output that is not Avro, written as JSON (gobblin.json: fields in
+  -- the schema's order, bytes, fixed and decimals as gobblin.avro's markers say).
   local function write_avro_record(batch, rec)
     local out_schema = batch.output_schema
     if rec.schema == out_schema then return emit_value(batch, rec) end
@@ -332,8 +333,8 @@ function M.job_processor(job)
       local p, n = encoder(out_schema)(gffi.decoder(rec.schema, out_schema)(rec.datum_ptr, rec.datum_len))
       return emit(batch, p, n)
     end
-    local s = encode_table(rec:avro())
-    return emit(batch, s, #s)
+    encode_staged(rec:avro())
+    return emit_json(batch)
   end
 
   -- partition: the time (ms since the epoch) a record's output is filed under; the record's timestamp without it.
