@@ -472,6 +472,7 @@ static void test_lua_round_trip(void) {
       "[[],{},[[]],[{}],{\"\":{}}]",
       "{\"\":1,\"a_key_longer_than_thirty_bytes_for_sure\":2,\"b\":3}",
       "{\"k\\\"q\\u0001\":[true,false,null],\"s\":\"x\\ny\"}",
+      "{\"a\":{\"a\":{\"a\":1,\"b\":[]},\"b\":{}},\"b\":{\"a\":{},\"b\":2}}", /* one shape within itself */
   };
   for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++)
     CHECK_STR(round_trip(L, docs[i]), docs[i]);

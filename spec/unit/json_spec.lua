@@ -360,6 +360,21 @@ describe("gobblin.json", function()
       v[2] = "two"
       assert.are.equal('{"z":10,"m":3,"2":"two","b":"x","new":true}', json.encode(v))
       assert.same({ "z", "m", 2, "b", "new" }, json.keys(v))
+      -- Keys added that are all strings; objects of one shape whose keys a script put in another order.
+      local w = json.decode('{"z":1,"a":2}')
+      w.c, w.b = 3, 4
+      assert.are.equal('{"z":1,"a":2,"b":4,"c":3}', json.encode(w))
+      local mt = getmetatable(json.decode('{"k1":1,"k2":2,"k3":3,"k4":4}'))
+      for i = 1, 50 do
+        local t = {}
+        for k = 4, 1, -1 do t["k" .. ((k + i) % 4 + 1)] = k end
+        t = setmetatable(t, mt)
+        assert.are.equal(string.format('{"k1":%d,"k2":%d,"k3":%d,"k4":%d}', t.k1, t.k2, t.k3, t.k4), json.encode(t))
+        assert.are.equal('{"k1":1,"k2":2,"k3":3,"k4":4}', json.encode(json.decode('{"k1":1,"k2":2,"k3":3,"k4":4}')))
+      end
+      -- An object of an object of the same shape, and so on.
+      local nested = '{"a":{"a":{"a":1,"b":[]},"b":{}},"b":{"a":{},"b":2}}'
+      assert.are.equal(nested, json.encode(json.decode(nested)))
       -- An empty decoded object: every key is one a script added.
       local e = json.decode("{}")
       e.y, e.x = 1, 2
