@@ -63,6 +63,13 @@ describe("gobblin.converter", function()
       added.n = 3
       assert.are.equal('{"q":1,"user_id":2,"n":3}', json.encode(r(added)))
     end)
+    it("keeps an Avro record's fields in order, its bytes written as bytes, its null fields as null", function()
+      local json = require("gobblin.json")
+      local s = require("gobblin.avro").schema('{"type": "record", "name": "R", "fields": [' ..
+        '{"name": "id", "type": "long"}, {"name": "b", "type": "bytes"}, {"name": "opt", "type": ["null", "int"]}]}')
+      local out = converter.rename({ b = "payload" })(s:decode(s:encode({ id = 1, b = "\255" })))
+      assert.are.equal('{"id":1,"payload":"\195\191","opt":null}', json.encode(out))
+    end)
   end)
 
   describe("filter", function()

@@ -103,12 +103,38 @@ function M.project(fields)
 end
 
 -- rename: renames fields of a table record by MAPPING (old name -> new name); other fields are kept. The fields
--- keep their places: a decoded object (or a table with json.order) comes out with its keys in the same order, the
--- renamed ones where the old names were; when two fields end up with one name, it is at the first one's place with
--- the value of the later one. A table without an order comes out without one.
+-- keep their places: a decoded object (or a table with json.order, or an Avro record) comes out with its keys in
+-- the same order, the renamed ones where the old names were, keys it does not list after them, sorted (as
+-- gobblin.json writes them); an Avro record's bytes, fixed and decimals are still written as such. When two fields
+-- end up with one name, it is at the first one's place, with the value of the one gobblin.json writes later. A
+-- table without an order comes out without one.
 function M.rename(mapping)
   if type(mapping) ~= "table" then error("rename expects a table of old = new names", 2) end
-  local keys_of, order = json.keys, json.order
+  -- For each metatable met: the record's keys in order, their new names, and the metatable of the result.
+  local derived = setmetatable({}, { __mode = "k" })
+  local function derive(mt)
+    local order = rawget(mt, "__jsonorder") or {}
+    local from, to, known, names, placed = {}, {}, {}, {}, {}
+    for i = 1, #order do
+      local k = order[i]
+      local name = mapping[k] or k
+      from[i], to[i], known[k] = k, name, true
+      if not placed[name] then
+        placed[name] = true
+        names[#names + 1] = name
+      end
+    end
+    local out_mt
+    local avro = rawget(mt, "__jsonavro")
+    if type(avro) == "table" then
+      local fields = {}
+      for k, kind in pairs(avro.fields or {}) do fields[mapping[k] or k] = kind end
+      out_mt = { __jsontype = "object", __jsonorder = names, __jsonavro = { fields = fields, items = avro.items } }
+    else
+      out_mt = json.order(names)
+    end
+    return { from = from, to = to, known = known, mt = out_mt }
+  end
   return function(record)
     if type(record) ~= "table" then error("rename expects a table record, got " .. type(record), 0) end
     local mt = getmetatable(record)
@@ -120,18 +146,32 @@ function M.rename(mapping)
       end
       return out
     end
-    local out, names, n = {}, {}, 0
-    local keys = keys_of(record)
-    for i = 1, #keys do
-      local k = keys[i]
-      local to = mapping[k] or k
-      if out[to] == nil then
-        n = n + 1
-        names[n] = to
-      end
-      out[to] = record[k]
+    local d = derived[mt]
+    if not d then
+      d = derive(mt)
+      derived[mt] = d
     end
-    return setmetatable(out, order(names))
+    local out, from, to, known = {}, d.from, d.to, d.known
+    for i = 1, #from do
+      local v = record[from[i]]
+      if v ~= nil then out[to[i]] = v end
+    end
+    local rest
+    for k in pairs(record) do
+      if not known[k] then
+        rest = rest or {}
+        rest[#rest + 1] = k
+      end
+    end
+    if rest then
+      -- in the order gobblin.json writes them, so that the later one wins a name
+      table.sort(rest, function(x, y) return tostring(x) < tostring(y) end)
+      for i = 1, #rest do
+        local k = rest[i]
+        out[mapping[k] or k] = record[k]
+      end
+    end
+    return setmetatable(out, d.mt)
   end
 end
 
