@@ -476,6 +476,24 @@ static void test_lua_round_trip(void) {
   };
   for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++)
     CHECK_STR(round_trip(L, docs[i]), docs[i]);
+  /* The markers as scripts use them, through Lua. */
+  static const struct {
+    const char *chunk, *text;
+  } marked[] = {
+      {"return core.encode({ tags = core.empty_array })", "{\"tags\":[]}"},
+      {"return core.encode(setmetatable({}, core.array_mt))", "[]"},
+      {"return core.encode(setmetatable({}, core.object_mt))", "{}"},
+      {"return core.encode(setmetatable({ b = 1, a = 2, c = 3 }, core.order({ 'c', 'a' })))",
+       "{\"c\":3,\"a\":2,\"b\":1}"},
+      {"local t = core.decode('{\"z\":[],\"y\":{}}'); t.x = 1; t.y = nil; return core.encode(t)",
+       "{\"z\":[],\"x\":1}"},
+      {"return tostring(getmetatable(core.decode('{\"p\":1,\"q\":2}')) == core.order({ 'p', 'q' }))", "true"},
+  };
+  for (size_t i = 0; i < sizeof marked / sizeof marked[0]; i++) {
+    lua_settop(L, 0);
+    if (luaL_dostring(L, marked[i].chunk)) fprintf(stderr, "%s\n", lua_tostring(L, -1));
+    CHECK_STR(lua_tostring(L, -1), marked[i].text);
+  }
   /* An object of more keys than the key cache holds, keys beyond it included, twice (the second time from the
    * cache). */
   kg_buf_t doc = {0};
