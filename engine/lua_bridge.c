@@ -156,6 +156,7 @@ typedef struct json_state {
   size_t nopen, open_cap;
   kg_buf_t text; /* a shape's keys as text (json_text_key) */
   json_mtinfo_t mts[KG_JSON_MT_SLOTS];
+  bool closed; /* the table being encoded holds no key but those of its order (encode_staged's CLOSED) */
   struct json_state *prev, *next;
 } json_state_t;
 
@@ -758,11 +759,15 @@ static void json_write_object(lua_State *L, kg_buf_t *out, int idx, int depth, b
         lua_settop(L, base);
       }
     }
-    /* Keys the list does not have (added by a script) follow, sorted. */
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-      lua_settop(L, base + 1);
-      total++;
+    /* Keys the list does not have (added by a script) follow, sorted: they are looked for by a walk of the table
+     * (a key added by any means, rawset included, is written), which a table known to have none is spared. */
+    if (depth == 0 && json_state(L)->closed) total = present;
+    else {
+      lua_pushnil(L);
+      while (lua_next(L, idx)) {
+        lua_settop(L, base + 1);
+        total++;
+      }
     }
     if (total > present)
       json_write_rest(L, out, idx, json_order_index(L, mt, order), depth, avro, fields, items, &first);
@@ -962,15 +967,21 @@ static kg_buf_t *json_encode_arg(lua_State *L) {
 
 /* encode(value): its JSON text. */
 static int json_encode(lua_State *L) {
+  json_state(L)->closed = false; /* (an encode_staged that failed halfway may have left it set) */
   kg_buf_t *out = json_encode_arg(L);
   lua_pushlstring(L, out->data, out->len);
   return 1;
 }
 
-/* encode_staged(value): encodes it into the state's buffer for the next kg_ffi_json_emit of this thread (the
- * writer takes the text without a Lua string made of it). */
+/* encode_staged(value [, closed]): encodes it into the state's buffer for the next kg_ffi_json_emit of this thread
+ * (the writer takes the text without a Lua string made of it). CLOSED: VALUE is a table that holds no key but those
+ * of its __jsonorder (converter.project's, written at once), so that no other key is looked for in it. */
 static int json_encode_staged(lua_State *L) {
+  json_state_t *st = json_state(L);
+  st->closed = lua_toboolean(L, 2);
+  lua_settop(L, 1);
   kg_buf_t *out = json_encode_arg(L);
+  st->closed = false;
   kg_jc_set_output(out->data, out->len);
   return 0;
 }

@@ -127,8 +127,10 @@ function M.keys(t)
   return keys
 end
 
--- encode_staged(value): encodes VALUE for the next C.kg_ffi_json_emit(batch) of this thread, which hands the text
--- to the writer without a Lua string made of it (gobblin.runtime writes tables so).
+-- encode_staged(value [, closed]): encodes VALUE for the next C.kg_ffi_json_emit(batch) of this thread, which hands
+-- the text to the writer without a Lua string made of it (gobblin.runtime writes tables so). CLOSED: VALUE is a
+-- table holding no key but those of its metatable's __jsonorder, so that encode does not look for others (a key
+-- that is there all the same is not written).
 M.encode_staged = core.encode_staged
 
 return M

@@ -339,6 +339,10 @@ function M.job_processor(job)
 
   -- partition: the time (ms since the epoch) a record's output is filed under; the record's timestamp without it.
   local partition = job.partition
+  -- What the last converter returns goes to the writer at once: when that converter is one whose results hold only
+  -- the keys of their order (converter.project) and no partition function sees them first, the encoder need not
+  -- look for other keys.
+  local closed = nchain > 0 and not partition and require("gobblin.converter").closed[chain[nchain]] or false
   local function file_time(batch, out)
     local ms = partition(out, ctx)
     if type(ms) ~= "number" or ms ~= ms or ms < 0 or ms >= 2 ^ 53 then
@@ -361,7 +365,7 @@ function M.job_processor(job)
     elseif batch.output_schema >= 0 and (t == "table" or t == "number" or t == "boolean") then
       rc = write_avro(batch, batch.output_schema, out)
     elseif t == "table" then
-      encode_staged(out) -- the JSON text goes to the writer without a Lua string made of it
+      encode_staged(out, closed) -- the JSON text goes to the writer without a Lua string made of it
       rc = emit_json(batch)
     else
       error("the record to write is a " .. t .. " (" .. tostring(out) .. "); expected a string, a table or the record view", 0)

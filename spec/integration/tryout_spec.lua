@@ -415,6 +415,14 @@ describe("kingest test", function()
     code, out, err = kingest(dir, { "test", job }, '{"id":1,"tags":[],"attrs":{},"ts":0,"x":5}\n')
     assert.are.equal(0, code, err)
     assert.are.equal('{"ts":0,"id":1,"tags":[],"attrs":{},"at":"1970-01-01T00:00:00Z"}\n', out)
+    -- A projection as the job's last converter (its results are written without a look for other keys).
+    H.spit(job, 'local converter = require("gobblin.converter")\nreturn {\n  ["kafka.brokers"] = "' .. NOWHERE ..
+      '",\n  ["topic.whitelist"] = "events",\n  source = "gobblin.source.kafka_json",\n' ..
+      '  converters = { converter.project({ "user", "id", "tags", "gone" }) },\n}\n')
+    code, out, err = kingest(dir, { "test", job }, '{"id":1,"tags":[{"b":1,"a":[]}],"user":{"z":{},"y":2},"ts":0}\n' ..
+      '{"x":1}\n')
+    assert.are.equal(0, code, err)
+    assert.are.equal('{"user":{"z":{},"y":2},"id":1,"tags":[{"b":1,"a":[]}]}\n{}\n', out)
   end)
 
   it("counts what a filter drops, and exits 0", function()

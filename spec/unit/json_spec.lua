@@ -412,6 +412,15 @@ describe("gobblin.json", function()
         err_of(json.encode, setmetatable({ b = 1, c = 2 }, { __jsontype = "object", __jsonorder = { "b", "b" } })))
     end)
 
+    it("spares only a table said to be closed the look for keys its order lacks, and only for that encode", function()
+      local mt = json.order({ "a", "b" })
+      local t = setmetatable({ a = 1, b = 2 }, mt)
+      json.encode_staged(t, true) -- the runtime's call for converter.project's results
+      t.c = 3
+      assert.are.equal('{"a":1,"b":2,"c":3}', json.encode(t))
+      assert.is_true(require("gobblin.converter").closed[require("gobblin.converter").project({ "a" })])
+    end)
+
     it("keeps today's rules for a table without a marker", function()
       assert.are.equal("{}", json.encode({}))
       assert.are.equal("[1,2]", json.encode({ 1, 2 }))

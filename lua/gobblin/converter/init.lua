@@ -7,6 +7,11 @@ local type, pairs, ipairs, tostring, error, getmetatable, setmetatable, rawget =
 
 local M = {}
 
+-- The converters whose every result is a table of its own holding no key but those of its metatable's __jsonorder
+-- (project's): gobblin.runtime has the result of such a converter, when it is the job's last and no partition
+-- function sees the result first, encoded without a look for other keys (json.encode_staged's CLOSED).
+M.closed = setmetatable({}, { __mode = "k" })
+
 -- The bytes of a record: a string as is, a record view's payload (nil for a null payload).
 local function bytes_of(record)
   local t = type(record)
@@ -99,7 +104,9 @@ function M.project(fields)
     "  if type(record) ~= 'table' then error('project expects a table record, got ' .. type(record), 0) end\n" ..
     "  return setmetatable({ " .. table.concat(items, ", ") .. " }, order)\n" ..
     "end\n"
-  return assert(loadstring(source, "=gobblin.converter.project"))(type, error, setmetatable, json.order(names))
+  local conv = assert(loadstring(source, "=gobblin.converter.project"))(type, error, setmetatable, json.order(names))
+  M.closed[conv] = true
+  return conv
 end
 
 -- rename: renames fields of a table record by MAPPING (old name -> new name); other fields are kept. The fields
