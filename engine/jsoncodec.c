@@ -499,6 +499,135 @@ void kg_jc_write_string(kg_buf_t *out, const char *s, size_t n) {
   *w = '\0';
 }
 
+void kg_jc_write_bytes(kg_buf_t *out, const char *s, size_t n) {
+  /* At most 6 bytes for each byte, and the quotes. */
+  char *w = kg_buf_reserve(out, n * 6 + 2), *start = w;
+  static const char hex[] = "0123456789abcdef";
+  *w++ = '"';
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x80) {
+      w[0] = (char)(0xc0 | c >> 6);
+      w[1] = (char)(0x80 | (c & 0x3f));
+      w += 2;
+      continue;
+    }
+    char e = escape_class[c];
+    if (!e) {
+      *w++ = (char)c;
+    } else if (e != 'u') {
+      w[0] = '\\';
+      w[1] = e;
+      w += 2;
+    } else {
+      memcpy(w, "\\u00", 4);
+      w[4] = hex[c >> 4];
+      w[5] = hex[c & 15];
+      w += 6;
+    }
+  }
+  *w++ = '"';
+  out->len += (size_t)(w - start);
+  *w = '\0';
+}
+
+bool kg_jc_utf8_valid(const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s, *end = u + n;
+  while (u < end) {
+    if (*u < 0x80) {
+      u++;
+      continue;
+    }
+    size_t len;
+    unsigned cp, min;
+    if ((*u & 0xe0) == 0xc0) {
+      len = 2, cp = *u & 0x1f, min = 0x80;
+    } else if ((*u & 0xf0) == 0xe0) {
+      len = 3, cp = *u & 0x0f, min = 0x800;
+    } else if ((*u & 0xf8) == 0xf0) {
+      len = 4, cp = *u & 0x07, min = 0x10000;
+    } else {
+      return false;
+    }
+    if ((size_t)(end - u) < len) return false;
+    for (size_t i = 1; i < len; i++) {
+      if ((u[i] & 0xc0) != 0x80) return false;
+      cp = cp << 6 | (u[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000)) return false;
+    u += len;
+  }
+  return true;
+}
+
+bool kg_jc_write_decimal(kg_buf_t *out, const unsigned char *s, size_t n, long scale) {
+  if (n > KG_JC_DECIMAL_MAX_BYTES || scale < 0 || scale > KG_JC_DECIMAL_MAX_SCALE) return false;
+  bool negative = n && (s[0] & 0x80);
+  /* The magnitude as 32-bit limbs, most significant first: the bytes, negated (inverted, plus one) when the value
+   * is negative. */
+  uint32_t limbs[(KG_JC_DECIMAL_MAX_BYTES + 3) / 4];
+  size_t nl = (n + 3) / 4;
+  memset(limbs, 0, nl * sizeof *limbs);
+  for (size_t i = 0; i < n; i++) {
+    size_t from_end = n - 1 - i; /* the byte's place from the least significant */
+    unsigned char b = negative ? (unsigned char)~s[i] : s[i];
+    limbs[nl - 1 - from_end / 4] |= (uint32_t)b << (8 * (from_end % 4));
+  }
+  if (negative)
+    for (size_t i = nl; i-- > 0;)
+      if (++limbs[i]) break; /* a carry goes on to the next limb up */
+  /* Groups of nine digits, least significant first, by dividing the magnitude by 10^9 until it is 0. */
+  uint32_t groups[(KG_JC_DECIMAL_MAX_BYTES * 8 * 30103 / 100000 + 9) / 9 + 1];
+  size_t ng = 0, first = 0; /* FIRST: the first limb that is not 0 */
+  while (first < nl && !limbs[first])
+    first++;
+  while (first < nl) {
+    uint64_t rem = 0;
+    for (size_t i = first; i < nl; i++) {
+      uint64_t cur = rem << 32 | limbs[i];
+      limbs[i] = (uint32_t)(cur / 1000000000u);
+      rem = cur % 1000000000u;
+    }
+    groups[ng++] = (uint32_t)rem;
+    while (first < nl && !limbs[first])
+      first++;
+  }
+  /* The digits, most significant first, without leading zeros ("0" for zero). */
+  char digits[sizeof groups / sizeof groups[0] * 9 + 1];
+  size_t nd = 0;
+  if (!ng) digits[nd++] = '0';
+  for (size_t g = ng; g-- > 0;) {
+    char nine[10];
+    snprintf(nine, sizeof nine, g == ng - 1 ? "%u" : "%09u", groups[g]);
+    size_t k = strlen(nine);
+    memcpy(digits + nd, nine, k);
+    nd += k;
+  }
+  size_t sc = (size_t)scale;
+  char *w = kg_buf_reserve(out, nd + sc + 3), *start = w;
+  if (negative) *w++ = '-';
+  if (sc == 0) {
+    memcpy(w, digits, nd);
+    w += nd;
+  } else if (nd > sc) {
+    memcpy(w, digits, nd - sc);
+    w += nd - sc;
+    *w++ = '.';
+    memcpy(w, digits + nd - sc, sc);
+    w += sc;
+  } else {
+    *w++ = '0';
+    *w++ = '.';
+    memset(w, '0', sc - nd);
+    w += sc - nd;
+    memcpy(w, digits, nd);
+    w += nd;
+  }
+  out->len += (size_t)(w - start);
+  *w = '\0';
+  return true;
+}
+
 /* Writes V in decimal ending just before END; returns where the digits start. */
 static char *digits_before(char *end, uint64_t v) {
   static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"

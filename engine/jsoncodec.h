@@ -84,6 +84,26 @@ static inline void kg_jc_put(kg_buf_t *out, char c) {
 /* Appends the N bytes at S to OUT as a JSON string: quoted, with '"', '\' and control characters escaped. */
 void kg_jc_write_string(kg_buf_t *out, const char *s, size_t n);
 
+/* Appends the N bytes at S to OUT as Avro's JSON encoding of bytes (and fixed) writes them: a JSON string of N
+ * characters, each byte the code point of its value (U+0000 to U+00FF), so that bytes 0x80 to 0xFF become two bytes of
+ * UTF-8; '"', '\' and control characters are escaped as kg_jc_write_string escapes them. The text is valid UTF-8
+ * whatever the bytes are. */
+void kg_jc_write_bytes(kg_buf_t *out, const char *s, size_t n);
+
+/* Whether the N bytes at S are UTF-8 (RFC 3629: no overlong form, no surrogate, nothing above U+10FFFF). */
+bool kg_jc_utf8_valid(const char *s, size_t n);
+
+/* Decimals (Avro's decimal logical type) that kg_jc_write_decimal writes: their bytes and their scale. */
+#define KG_JC_DECIMAL_MAX_BYTES 1024 /* up to 2,466 digits */
+#define KG_JC_DECIMAL_MAX_SCALE 4096
+
+/* Appends the decimal whose unscaled value is the N bytes at S (a big-endian two's-complement integer, as Avro's
+ * decimal holds it; no bytes is 0) and whose scale is SCALE to OUT as an exact JSON number in plain notation: the
+ * integer's digits with a decimal point SCALE digits from the right ("-1234.50", "0.05", "7" for scale 0), never
+ * through a double. Returns false, appending nothing, when N is above KG_JC_DECIMAL_MAX_BYTES or SCALE is negative or
+ * above KG_JC_DECIMAL_MAX_SCALE. */
+bool kg_jc_write_decimal(kg_buf_t *out, const unsigned char *s, size_t n, long scale);
+
 /* Appends D to OUT as the shortest JSON number that reads back as exactly D ("-0" for negative zero). Returns
  * false, appending nothing, for an infinity or NaN, which JSON cannot hold. */
 bool kg_jc_write_double(kg_buf_t *out, double d);

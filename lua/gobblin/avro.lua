@@ -30,6 +30,11 @@
 --                    enum (if one of its symbols), fixed (if of its size); a table -> array when the union has
 --                    one and the table is empty or has [1], else the first record or map branch (else the
 --                    array); an int64 cdata -> long (else double, float, int).
+-- Records, arrays and maps carry gobblin.json's markers in their metatables (shared per schema node): a record
+-- is an object of its fields in the schema's order, an array an array, a map an object, and their __jsonavro
+-- says how gobblin.json writes their bytes and fixed (Avro's JSON encoding), decimals (exact numbers) and NaN and
+-- infinities (strings); see gobblin.json. The encoder takes a table marked as an array for a union's array
+-- branch, one marked as an object for its record or map branch.
 -- A record field the encoder finds nil is written as null when its type takes null, else as the field's
 -- default, else it is an error naming the field. Schema defaults are converted to the values above (bytes
 -- and fixed defaults are JSON strings of code points 0-255; a union's default is of its first branch).
@@ -155,7 +160,67 @@ local function deep_copy(v)
   if type(v) ~= "table" then return v end
   local out = {}
   for k, x in pairs(v) do out[k] = deep_copy(x) end
-  return out
+  return setmetatable(out, getmetatable(v))
+end
+
+-- The scale of node N when it is a decimal by the specification's rules (bytes or fixed with logicalType
+-- decimal, a precision from 1, a scale from 0 to the precision, and for a fixed a precision its size holds);
+-- nil otherwise, when the specification has the logical type ignored.
+local function decimal_scale(n)
+  if n.logicalType ~= "decimal" or (n.type ~= "bytes" and n.type ~= "fixed") then return nil end
+  local p, sc = n.precision, n.scale
+  if sc == nil then sc = 0 end
+  if type(p) ~= "number" or p % 1 ~= 0 or p < 1 then return nil end
+  if type(sc) ~= "number" or sc % 1 ~= 0 or sc < 0 or sc > p then return nil end
+  if n.type == "fixed" and (n.size < 1 or p > floor((8 * n.size - 1) * math.log10(2))) then return nil end
+  return sc
+end
+
+-- How gobblin.json writes the strings of node N (its __jsonavro kind): "bytes" (bytes and fixed, as Avro's JSON
+-- encoding does), a decimal's scale, or nil for text (string, enum). For a union, the kind of its branches that
+-- give strings; "mixed" when they differ (a string cannot then be told from bytes: text when it is UTF-8, else
+-- bytes, so that the JSON stays valid).
+local function string_kind(n)
+  local t = n.type
+  if t == "string" or t == "enum" then return "text" end
+  if t == "bytes" or t == "fixed" then return decimal_scale(n) or "bytes" end
+  return nil
+end
+local function json_kind(n)
+  local k
+  if n.type == "union" then
+    for _, b in ipairs(n.branches) do
+      local bk = string_kind(b)
+      if bk ~= nil then
+        if k == nil then k = bk elseif k ~= bk then return "mixed" end
+      end
+    end
+  else
+    k = string_kind(n)
+  end
+  if k == "text" then return nil end
+  return k
+end
+
+-- The metatable of the Lua values of node N (a record, array or map), for gobblin.json: what they are, a
+-- record's fields in the schema's order, and how their bytes, fixed and decimals are written.
+local function json_mt(n)
+  local mt = n.json_mt
+  if mt then return mt end
+  if n.type == "record" then
+    local order, kinds = {}, {}
+    for k, f in ipairs(n.fields) do
+      order[k] = f.name
+      kinds[f.name] = json_kind(f.type)
+    end
+    mt = { __jsontype = "object", __jsonorder = order, __jsonavro = { fields = kinds } }
+  elseif n.type == "array" then
+    mt = { __jsontype = "array", __jsonavro = { items = json_kind(n.items) } }
+  else
+    mt = { __jsontype = "object", __jsonavro = { items = json_kind(n.values) } }
+  end
+  n.json_mt = mt
+  return mt
 end
 
 -- The Lua value of JSON default V for node N (see the header), or an error(msg, 0). A field's default for
@@ -196,7 +261,7 @@ local function convert_default(n, v, nested)
       if x == nil then x = NULL end
       out[k] = x
     end
-    return out
+    return setmetatable(out, json_mt(n))
   elseif t == "map" then
     if type(v) ~= "table" then expected() end
     local out = {}
@@ -206,7 +271,7 @@ local function convert_default(n, v, nested)
       if x == nil then x = NULL end
       out[k] = x
     end
-    return out
+    return setmetatable(out, json_mt(n))
   elseif t == "record" then
     if type(v) ~= "table" then expected() end
     local out = {}
@@ -219,7 +284,7 @@ local function convert_default(n, v, nested)
         out[f.name] = convert_default(f.type, x, true)
       end
     end
-    return out
+    return setmetatable(out, json_mt(n))
   elseif t == "union" then
     if nested then
       for k = 2, #n.branches do
@@ -519,7 +584,7 @@ local function key_text(k) return "[" .. sformat("%q", k) .. "]" end
 -- Decoders
 
 local DEC_HELPERS = { "ffi_string", "tnew", "cast", "FP", "DP", "RINT", "RLONG", "EOF", "LEN", "COUNT",
-  "BOOLB", "UNION", "ENUMX", "BRANCH", "TRAIL", "F32", "NULL", "COPY", "bxor", "rshift", "band", "tonumber",
+  "BOOLB", "UNION", "ENUMX", "BRANCH", "TRAIL", "F32", "NULL", "COPY", "bxor", "rshift", "band", "tonumber", "SETMT",
   "T", "PT", "PKEY", "U8P" }
 
 -- Helpers of the decoders of one build; FAIL(msg) raises (with the path, or by running the traced build).
@@ -559,6 +624,7 @@ local function decode_helpers(raise)
 
   local H = { ffi_string = ffi_string, tnew = tnew, cast = cast, FP = FP, DP = DP, NULL = NULL,
     COPY = deep_copy, bxor = bxor, rshift = rshift, band = band, tonumber = tonumber, PKEY = key_text,
+    SETMT = setmetatable,
     U8P = U8P }
 
   -- A zig-zag long (a number, or an int64_t cdata outside +-2^53) at p[i]; and the next offset.
@@ -892,7 +958,7 @@ function rd(G, u, w, r, dst, nullv, path)
       rd(G, u, w.items, ri, dst and (a .. "[" .. k .. "]"), "NULL", path .. "[]")
     end)
     if d then emit(u, "T.d = " .. d .. " - 1") end
-    if dst then emit(u, dst .. " = " .. a .. " or {}") end
+    if dst then emit(u, dst .. " = SETMT(" .. a .. " or {}, " .. const(u, json_mt(r)) .. ")") end
     emit(u, "end")
   elseif wt == "map" then
     local m, key = tmp(u, "m"), tmp(u, "key")
@@ -913,7 +979,7 @@ function rd(G, u, w, r, dst, nullv, path)
       rd(G, u, w.values, rv, dst and (m .. "[" .. key .. "]"), "NULL", path .. "[]")
     end)
     if d then emit(u, "T.d = " .. d .. " - 1") end
-    if dst then emit(u, dst .. " = " .. m .. " or {}") end
+    if dst then emit(u, dst .. " = SETMT(" .. m .. " or {}, " .. const(u, json_mt(r)) .. ")") end
     emit(u, "end")
   elseif wt == "record" then
     local idx = rec_reader(G, w, r, path)
@@ -939,7 +1005,7 @@ function rec_reader(G, w, r, path)
     emit(u, "local d = T.d + 1; T.d = d")
     d = "d"
   end
-  if r then emit(u, "local t = tnew(0, " .. #r.fields .. ")") end
+  if r then emit(u, "local t = SETMT(tnew(0, " .. #r.fields .. "), " .. const(u, json_mt(r)) .. ")") end
   local by_name = {}
   if r then
     for _, f in ipairs(r.fields) do
@@ -1009,12 +1075,18 @@ end
 -- Encoders
 
 local ENC_HELPERS = { "cast", "FPW", "DPW", "GROW", "WVAR", "WLONG", "TOINT", "TONUM", "BAD", "MISSING",
-  "BADENUM", "BADFIXED", "BADUNION", "BADKEY", "copy", "type", "next", "NULL", "T", "PT", "PKEY" }
+  "BADENUM", "BADFIXED", "BADUNION", "BADKEY", "copy", "type", "next", "NULL", "T", "PT", "PKEY", "JSONTYPE" }
 
 -- Helpers of the encoders of one build. S: { buf, ptr, cap } the buffer; FAIL(msg) raises.
 local function encode_helpers(S, fail)
   local H = { cast = cast, FPW = FPW, DPW = DPW, copy = ffi_copy, type = type, next = next, NULL = NULL,
     PKEY = key_text }
+
+  -- What gobblin.json's marker says table X is ("array", "object"), or nil.
+  function H.JSONTYPE(x)
+    local mt = getmetatable(x)
+    return type(mt) == "table" and rawget(mt, "__jsontype") or nil
+  end
 
   -- A bigger buffer holding the O bytes written, with room for EXTRA more and 16 spare; its pointer and
   -- its capacity less 16.
@@ -1280,7 +1352,8 @@ function wr(G, u, n, x)
         return "#" .. x .. " == " .. b.size
       end
     end)
-    -- tables: an array when the table looks like one, else the first record or map
+    -- tables: an array when the table is marked as one (gobblin.json's __jsontype) or, unmarked, looks like one;
+    -- else the first record or map
     emit(u, "elseif " .. tv .. " == 'table' then")
     local arr, other
     for k, b in ipairs(n.branches) do
@@ -1288,7 +1361,10 @@ function wr(G, u, n, x)
       if (b.type == "record" or b.type == "map") then other = other or k end
     end
     if arr and other then
-      emit(u, "if " .. x .. "[1] ~= nil or next(" .. x .. ") == nil then")
+      local jt = tmp(u, "jt")
+      emit(u, "local " .. jt .. " = JSONTYPE(" .. x .. ")")
+      emit(u, "if " .. jt .. " == 'array' or (" .. jt .. " ~= 'object' and (" .. x .. "[1] ~= nil or next(" .. x ..
+        ") == nil)) then")
       branch(arr)
       emit(u, "else")
       branch(other)

@@ -242,7 +242,7 @@ local function log_function(level, prefix)
 end
 
 local json = require("gobblin.json")
-local encode_table, encode_staged = json.encode, json.encode_staged
+local encode_staged = json.encode_staged
 
 -- Builds the task's processor for the job file at PATH (nil: a properties job with the built-in source).
 -- Returns a table: process(batch pointer), stage() (what ran when the last error happened: "decodeRecord",
@@ -340,7 +340,8 @@ function M.job_processor(job)
   end
 
   -- An Avro record view: its datum as it is when its schema is the output's; otherwise resolved to the
-  -- output's schema and encoded again, or, for output that is not Avro, written as JSON.
+  -- output's schema and encoded again, or, for output that is not Avro, written as JSON (gobblin.json: fields in
+  -- the schema's order, bytes, fixed and decimals as gobblin.avro's markers say).
   local function write_avro_record(batch, rec)
     local out_schema = batch.output_schema
     if rec.schema == out_schema then return emit_value(batch, rec) end
@@ -348,13 +349,17 @@ function M.job_processor(job)
       local p, n = encoder(out_schema)(read_avro(rec, out_schema))
       return emit(batch, p, n)
     end
-    local s = encode_table(read_avro(rec, rec.reader_schema))
-    return emit(batch, s, #s)
+    encode_staged(read_avro(rec, rec.reader_schema))
+    return emit_json(batch)
   end
 
   -- partition: the time (ms since the epoch) a record's output is filed under; the record's timestamp without it.
   -- While it runs (and when what it returned is refused), the stage is the partition hook's.
   local partition = job.partition
+  -- What the last converter returns goes to the writer at once: when that converter is one whose results hold only
+  -- the keys of their order (converter.project) and no partition function sees them first, the encoder need not
+  -- look for other keys.
+  local closed = nchain > 0 and not partition and require("gobblin.converter").closed[chain[nchain]] or false
   local function file_time(batch, out)
     local was = stage
     stage = STAGE_PARTITION
@@ -380,7 +385,7 @@ function M.job_processor(job)
     elseif batch.output_schema >= 0 and (t == "table" or t == "number" or t == "boolean") then
       rc = write_avro(batch, batch.output_schema, out)
     elseif t == "table" then
-      encode_staged(out) -- the JSON text goes to the writer without a Lua string made of it
+      encode_staged(out, closed) -- the JSON text goes to the writer without a Lua string made of it
       rc = emit_json(batch)
     else
       error("the record to write is a " .. t .. " (" .. tostring(out) .. "); expected a string, a table or the record view", 0)

@@ -476,6 +476,39 @@ describe("kingest test", function()
     end)
   end)
 
+  it("writes JSON records back as they came: [] as [], {} as {}, each object's keys in their order", function()
+    local dir = scratch("test_json_shape")
+    local job = dir .. "/job.lua"
+    H.spit(job, 'return {\n  ["kafka.brokers"] = "' .. NOWHERE .. '",\n  ["topic.whitelist"] = "events",\n' ..
+      '  source = "gobblin.source.kafka_json",\n}\n')
+    local input = table.concat({
+      '{"id":1,"tags":[],"attrs":{}}',
+      '{"z":1,"a":2,"m":{"q":[[],{}],"b":{"y":null,"x":[]}}}',
+      '{"a":2,"z":1}',
+      '[{"k":1,"j":2},{"j":3,"k":4},[],{}]',
+    }, "\n") .. "\n"
+    local code, out, err = kingest(dir, { "test", job }, input)
+    assert.are.equal(0, code, err)
+    assert.are.equal(input, out)
+    -- A converter that projects fields and one that adds a field: the fields asked for in their order, the field
+    -- added after the record's own.
+    H.spit(job, 'local converter = require("gobblin.converter")\nreturn {\n  ["kafka.brokers"] = "' .. NOWHERE ..
+      '",\n  ["topic.whitelist"] = "events",\n  source = "gobblin.source.kafka_json",\n' ..
+      '  converters = { converter.project({ "ts", "id", "tags", "attrs" }),\n' ..
+      '    converter.format_timestamp({ field = "ts", into = "at" }) },\n}\n')
+    code, out, err = kingest(dir, { "test", job }, '{"id":1,"tags":[],"attrs":{},"ts":0,"x":5}\n')
+    assert.are.equal(0, code, err)
+    assert.are.equal('{"ts":0,"id":1,"tags":[],"attrs":{},"at":"1970-01-01T00:00:00Z"}\n', out)
+    -- A projection as the job's last converter (its results are written without a look for other keys).
+    H.spit(job, 'local converter = require("gobblin.converter")\nreturn {\n  ["kafka.brokers"] = "' .. NOWHERE ..
+      '",\n  ["topic.whitelist"] = "events",\n  source = "gobblin.source.kafka_json",\n' ..
+      '  converters = { converter.project({ "user", "id", "tags", "gone" }) },\n}\n')
+    code, out, err = kingest(dir, { "test", job }, '{"id":1,"tags":[{"b":1,"a":[]}],"user":{"z":{},"y":2},"ts":0}\n' ..
+      '{"x":1}\n')
+    assert.are.equal(0, code, err)
+    assert.are.equal('{"user":{"z":{},"y":2},"id":1,"tags":[{"b":1,"a":[]}]}\n{}\n', out)
+  end)
+
   it("counts what a filter drops, and exits 0", function()
     local dir = scratch("test_filter")
     local code, out, err = kingest(dir, { "test", EXAMPLES .. "filter.lua" }, table.concat({

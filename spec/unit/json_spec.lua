@@ -322,4 +322,171 @@ describe("gobblin.json", function()
       end
     end)
   end)
+
+  describe("markers and key order", function()
+    it("writes back what it read as it came: [] as [], {} as {}, keys in their order", function()
+      local docs = {
+        '{"id":1,"tags":[],"attrs":{}}',
+        '{"z":1,"a":2,"m":{"q":1,"b":[1,{}],"a":[[]]}}',
+        '{"a":2,"z":1}',
+        '[{"x":1,"y":2},{"y":3,"x":4},{},[]]',
+        '{"k2":1,"k1":2,"":3,"a_key_longer_than_thirty_bytes_for_sure":{"b":[],"a":{}}}',
+        "[]", "{}",
+      }
+      for _, text in ipairs(docs) do assert.are.equal(text, json.encode(json.decode(text))) end
+      -- A key given twice: the object has the later value, at the first one's place.
+      assert.are.equal('{"a":2,"b":3}', json.encode(json.decode('{"a":1,"b":3,"a":2}')))
+    end)
+
+    it("marks decoded arrays with json.array_mt and objects with the metatable of their keys", function()
+      local v = json.decode('{"list":[1],"none":[],"obj":{},"o":{"b":1,"a":2}}')
+      assert.are.equal(json.array_mt, getmetatable(v.list))
+      assert.are.equal(json.array_mt, getmetatable(v.none))
+      assert.are.equal(json.object_mt, getmetatable(v.obj))
+      assert.are.equal(json.order({ "b", "a" }), getmetatable(v.o))
+      assert.are.equal(json.order({ "list", "none", "obj", "o" }), getmetatable(v))
+      assert.are_not.equal(json.order({ "a", "b" }), getmetatable(v.o))
+      assert.same({ "b", "a" }, getmetatable(v.o).__jsonorder)
+      assert.are.equal("array", json.array_mt.__jsontype)
+      assert.are.equal("object", json.object_mt.__jsontype)
+    end)
+
+    it("writes keys a script adds after the document's own, sorted, and leaves out those it removes", function()
+      local v = json.decode('{"z":1,"a":2,"m":3}')
+      v.a = nil
+      v.new = true
+      v.b = "x"
+      v.z = 10
+      v[2] = "two"
+      assert.are.equal('{"z":10,"m":3,"2":"two","b":"x","new":true}', json.encode(v))
+      assert.same({ "z", "m", 2, "b", "new" }, json.keys(v))
+      -- Keys added that are all strings; objects of one shape whose keys a script put in another order.
+      local w = json.decode('{"z":1,"a":2}')
+      w.c, w.b = 3, 4
+      assert.are.equal('{"z":1,"a":2,"b":4,"c":3}', json.encode(w))
+      local mt = getmetatable(json.decode('{"k1":1,"k2":2,"k3":3,"k4":4}'))
+      for i = 1, 50 do
+        local t = {}
+        for k = 4, 1, -1 do t["k" .. ((k + i) % 4 + 1)] = k end
+        t = setmetatable(t, mt)
+        assert.are.equal(string.format('{"k1":%d,"k2":%d,"k3":%d,"k4":%d}', t.k1, t.k2, t.k3, t.k4), json.encode(t))
+        assert.are.equal('{"k1":1,"k2":2,"k3":3,"k4":4}', json.encode(json.decode('{"k1":1,"k2":2,"k3":3,"k4":4}')))
+      end
+      -- An object of an object of the same shape, and so on.
+      local nested = '{"a":{"a":{"a":1,"b":[]},"b":{}},"b":{"a":{},"b":2}}'
+      assert.are.equal(nested, json.encode(json.decode(nested)))
+      -- An empty decoded object: every key is one a script added.
+      local e = json.decode("{}")
+      e.y, e.x = 1, 2
+      assert.are.equal('{"x":2,"y":1}', json.encode(e))
+      -- Items added to a decoded array; a key that is not an index makes it an object, so that nothing is lost.
+      local a = json.decode("[]")
+      a[1], a[2] = "p", "q"
+      assert.are.equal('["p","q"]', json.encode(a))
+      a.name = "n"
+      assert.same({ ["1"] = "p", ["2"] = "q", name = "n" }, cjson.decode(json.encode(a)))
+    end)
+
+    it("gives scripts json.empty_array, json.array_mt, json.object_mt and json.order for tables of their own",
+      function()
+      assert.are.equal('{"tags":[]}', json.encode({ tags = json.empty_array }))
+      assert.are.equal("[]", json.encode(json.empty_array))
+      assert.are.equal("[]", json.encode(setmetatable({}, json.array_mt)))
+      assert.are.equal("[1,2]", json.encode(setmetatable({ 1, 2 }, json.array_mt)))
+      assert.are.equal("{}", json.encode(setmetatable({}, json.object_mt)))
+      assert.are.equal('{"1":"a","2":"b"}', json.encode(setmetatable({ "a", "b" }, json.object_mt)))
+      assert.are.equal('{"a":1,"b":2,"c":3}', json.encode(setmetatable({ c = 3, b = 2, a = 1 }, json.object_mt)))
+      local mt = json.order({ "id", "name", 3 })
+      assert.are.equal(mt, json.order({ "id", "name", 3 }))
+      assert.are.equal(json.object_mt, json.order({}))
+      assert.are.equal('{"id":1,"name":"n","3":"three","extra":0}',
+        json.encode(setmetatable({ extra = 0, [3] = "three", name = "n", id = 1 }, mt)))
+      assert.are.equal('{"name":"n"}', json.encode(setmetatable({ name = "n" }, mt)))
+      assert.matches("gobblin.json.order: the key id is in the list twice", err_of(json.order, { "id", "x", "id" }))
+      assert.matches("gobblin.json.order: key 2 is a table %(keys are strings or numbers%)",
+        err_of(json.order, { "a", {} }))
+      -- A metatable of a script's own that follows the same convention.
+      local own = { __jsontype = "object", __jsonorder = { "b", "a" } }
+      assert.are.equal('{"b":2,"a":1,"c":3}', json.encode(setmetatable({ a = 1, b = 2, c = 3 }, own)))
+      assert.are.equal("cannot encode as JSON: __jsonorder has the key b twice",
+        err_of(json.encode, setmetatable({ b = 1, c = 2 }, { __jsontype = "object", __jsonorder = { "b", "b" } })))
+    end)
+
+    it("spares only a table said to be closed the look for keys its order lacks, and only for that encode", function()
+      local mt = json.order({ "a", "b" })
+      local t = setmetatable({ a = 1, b = 2 }, mt)
+      json.encode_staged(t, true) -- the runtime's call for converter.project's results
+      t.c = 3
+      assert.are.equal('{"a":1,"b":2,"c":3}', json.encode(t))
+      assert.is_true(require("gobblin.converter").closed[require("gobblin.converter").project({ "a" })])
+    end)
+
+    it("keeps today's rules for a table without a marker", function()
+      assert.are.equal("{}", json.encode({}))
+      assert.are.equal("[1,2]", json.encode({ 1, 2 }))
+      assert.are.equal('{"a":1}', json.encode({ a = 1 }))
+      assert.are.equal("{}", json.encode(setmetatable({}, { __index = {} })))
+      assert.same({ "a" }, json.keys({ a = 1 }))
+    end)
+
+    it("writes values decoded from Avro as Avro's JSON encoding does: bytes, fixed, decimals, arrays, maps", function()
+      local avro = require("gobblin.avro")
+      local s = avro.schema([[{"type": "record", "name": "R", "fields": [
+        {"name": "z", "type": "int"},
+        {"name": "b", "type": "bytes"},
+        {"name": "f", "type": {"type": "fixed", "name": "F", "size": 4}},
+        {"name": "d", "type": {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 3}},
+        {"name": "df", "type": {"type": "fixed", "name": "D", "size": 16, "logicalType": "decimal", "precision": 38,
+          "scale": 2}},
+        {"name": "bad", "type": {"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 3}},
+        {"name": "a", "type": {"type": "array", "items": "bytes"}},
+        {"name": "m", "type": {"type": "map", "values": ["null", "bytes"]}},
+        {"name": "u", "type": ["null", "bytes"]},
+        {"name": "us", "type": ["null", "string", "bytes"]},
+        {"name": "e", "type": {"type": "array", "items": "int"}},
+        {"name": "x", "type": "double"},
+        {"name": "s", "type": "string"},
+        {"name": "late", "type": {"type": "map", "values": "int"}},
+        {"name": "opt", "type": ["null", "int"]}]}]])
+      local v = s:decode(s:encode({ z = 1, b = "\0\1\127\128\255\"", f = "\0\127\128\255",
+        d = "\255\255\255\255\255\255\255\255\255\254", -- -2, in ten bytes of two's complement
+        df = "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\48\57", bad = "\1", a = { "\200", "" }, m = { y = "\255", x = json.null },
+        u = "\1", us = "plain", e = {}, x = 0 / 0, s = "t\n", late = {} }))
+      assert.are.equal('{"z":1,"b":"\\u0000\\u0001\127\194\128\195\191\\"","f":"\\u0000\127\194\128\195\191",' ..
+        '"d":-0.002,"df":123.45,"bad":"\\u0001","a":["\195\136",""],"m":{"x":null,"y":"\195\191"},"u":"\\u0001",' ..
+        '"us":"plain","e":[],"x":"NaN","s":"t\\n","late":{},"opt":null}', json.encode(v))
+      -- A union of string and bytes: text when it is UTF-8, else bytes, so that the JSON is valid either way.
+      v.us = "\255\0"
+      assert.matches('"us":"\195\191\\u0000"', json.encode(v))
+      v.us = "\195\169"
+      assert.matches('"us":"\195\169"', json.encode(v))
+      -- The infinities as Avro's JSON encoding writes them; a script's own table still refuses them.
+      v.x = 1 / 0
+      assert.matches('"x":"Infinity"', json.encode(v))
+      v.x = -1 / 0
+      assert.matches('"x":"%-Infinity"', json.encode(v))
+      assert.matches("JSON has no NaN or infinity", err_of(json.encode, { x = 0 / 0 }))
+      -- A script's changes: a bytes field given new bytes is still bytes; a field added comes after, as is.
+      v.b = "\255"
+      v.added = "\1"
+      local text = json.encode(v)
+      assert.matches('"b":"\195\191"', text)
+      assert.matches('"late":{},"opt":null,"added":"\\u0001"}$', text)
+      -- Every field of an Avro record is written: one a script sets to nil is null, as the Avro encoder takes it.
+      v.z = nil
+      assert.matches('^{"z":null,"b":', json.encode(v))
+      -- Fields resolved from an older schema: the reader's order, and its defaults with their markers.
+      local old = avro.schema('{"type": "record", "name": "R", "fields": [{"name": "s", "type": "string"}, ' ..
+        '{"name": "z", "type": "int"}]}')
+      local new = avro.schema('{"type": "record", "name": "R", "fields": [{"name": "z", "type": "int"}, ' ..
+        '{"name": "tags", "type": {"type": "array", "items": "string"}, "default": []}, ' ..
+        '{"name": "attrs", "type": {"type": "map", "values": "int"}, "default": {}}, {"name": "s", "type": "string"}]}')
+      local r = old:decode(old:encode({ s = "x", z = 5 }), new)
+      assert.are.equal('{"z":5,"tags":[],"attrs":{},"s":"x"}', json.encode(r))
+      -- Decoded twice: each value its own tables.
+      local r2 = old:decode(old:encode({ s = "y", z = 6 }), new)
+      r2.tags[1] = "t"
+      assert.are.equal('{"z":5,"tags":[],"attrs":{},"s":"x"}', json.encode(r))
+    end)
+  end)
 end)

@@ -2,9 +2,15 @@
 -- to put in a job's `converters` list.
 local json = require("gobblin.json")
 
-local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
+local type, pairs, ipairs, tostring, error, getmetatable, setmetatable, rawget =
+  type, pairs, ipairs, tostring, error, getmetatable, setmetatable, rawget
 
 local M = {}
+
+-- The converters whose every result is a table of its own holding no key but those of its metatable's __jsonorder
+-- (project's): gobblin.runtime has the result of such a converter, when it is the job's last and no partition
+-- function sees the result first, encoded without a look for other keys (json.encode_staged's CLOSED).
+M.closed = setmetatable({}, { __mode = "k" })
 
 -- The bytes of a record: a string as is, a record view's payload (nil for a null payload).
 local function bytes_of(record)
@@ -74,38 +80,105 @@ function M.json_to_avro(schema)
   end
 end
 
--- project: keeps only FIELDS (an array of names) of a table record; missing fields stay missing. The converter is
--- generated for FIELDS (one table constructor, no loop), which LuaJIT compiles into a copy of a presized table.
+-- project: keeps only FIELDS (an array of names) of a table record; missing fields stay missing. The result is an
+-- object whose fields are written in the order of FIELDS (json.order(FIELDS)), whatever the record's order; the
+-- values are the record's own (a nested table keeps its markers and order). The converter is generated for FIELDS
+-- (one table constructor, no loop), which LuaJIT compiles into a copy of a presized table.
 function M.project(fields)
   if type(fields) ~= "table" or #fields == 0 then error("project expects a non-empty array of field names", 2) end
-  local items = {}
+  local items, names, seen = {}, {}, {}
   for i = 1, #fields do
     local f = fields[i]
     if type(f) ~= "string" and type(f) ~= "number" then
       error("project expects an array of field names; item " .. i .. " is a " .. type(f), 2)
     end
-    local k = type(f) == "string" and string.format("%q", f) or tostring(f)
-    items[i] = "[" .. k .. "] = record[" .. k .. "]"
+    if not seen[f] then -- a name given twice is kept once, at its first place
+      seen[f] = true
+      local k = type(f) == "string" and string.format("%q", f) or tostring(f)
+      items[#items + 1] = "[" .. k .. "] = record[" .. k .. "]"
+      names[#names + 1] = f
+    end
   end
-  local source = "local type, error = ...\n" ..
+  local source = "local type, error, setmetatable, order = ...\n" ..
     "return function(record)\n" ..
     "  if type(record) ~= 'table' then error('project expects a table record, got ' .. type(record), 0) end\n" ..
-    "  return { " .. table.concat(items, ", ") .. " }\n" ..
+    "  return setmetatable({ " .. table.concat(items, ", ") .. " }, order)\n" ..
     "end\n"
-  return assert(loadstring(source, "=gobblin.converter.project"))(type, error)
+  local conv = assert(loadstring(source, "=gobblin.converter.project"))(type, error, setmetatable, json.order(names))
+  M.closed[conv] = true
+  return conv
 end
 
--- rename: renames fields of a table record by MAPPING (old name -> new name); other fields are kept.
+-- rename: renames fields of a table record by MAPPING (old name -> new name); other fields are kept. The fields
+-- keep their places: a decoded object (or a table with json.order, or an Avro record) comes out with its keys in
+-- the same order, the renamed ones where the old names were, keys it does not list after them, sorted (as
+-- gobblin.json writes them); an Avro record's bytes, fixed and decimals are still written as such. When two fields
+-- end up with one name, it is at the first one's place, with the value of the one gobblin.json writes later. A
+-- table without an order comes out without one.
 function M.rename(mapping)
   if type(mapping) ~= "table" then error("rename expects a table of old = new names", 2) end
+  -- For each metatable met: the record's keys in order, their new names, and the metatable of the result.
+  local derived = setmetatable({}, { __mode = "k" })
+  local function derive(mt)
+    local order = rawget(mt, "__jsonorder") or {}
+    local from, to, known, names, placed = {}, {}, {}, {}, {}
+    for i = 1, #order do
+      local k = order[i]
+      local name = mapping[k] or k
+      from[i], to[i], known[k] = k, name, true
+      if not placed[name] then
+        placed[name] = true
+        names[#names + 1] = name
+      end
+    end
+    local out_mt
+    local avro = rawget(mt, "__jsonavro")
+    if type(avro) == "table" then
+      local fields = {}
+      for k, kind in pairs(avro.fields or {}) do fields[mapping[k] or k] = kind end
+      out_mt = { __jsontype = "object", __jsonorder = names, __jsonavro = { fields = fields, items = avro.items } }
+    else
+      out_mt = json.order(names)
+    end
+    return { from = from, to = to, known = known, mt = out_mt }
+  end
   return function(record)
     if type(record) ~= "table" then error("rename expects a table record, got " .. type(record), 0) end
-    local out = {}
-    for k, v in pairs(record) do
-      local to = mapping[k]
-      if to then out[to] = v else out[k] = v end
+    local mt = getmetatable(record)
+    if type(mt) ~= "table" or rawget(mt, "__jsontype") ~= "object" then
+      local out = {}
+      for k, v in pairs(record) do
+        local to = mapping[k]
+        if to then out[to] = v else out[k] = v end
+      end
+      return out
     end
-    return out
+    local d = derived[mt]
+    if not d then
+      d = derive(mt)
+      derived[mt] = d
+    end
+    local out, from, to, known = {}, d.from, d.to, d.known
+    for i = 1, #from do
+      local v = record[from[i]]
+      if v ~= nil then out[to[i]] = v end
+    end
+    local rest
+    for k in pairs(record) do
+      if not known[k] then
+        rest = rest or {}
+        rest[#rest + 1] = k
+      end
+    end
+    if rest then
+      -- in the order gobblin.json writes them, so that the later one wins a name
+      table.sort(rest, function(x, y) return tostring(x) < tostring(y) end)
+      for i = 1, #rest do
+        local k = rest[i]
+        out[mapping[k] or k] = record[k]
+      end
+    end
+    return setmetatable(out, d.mt)
   end
 end
 
