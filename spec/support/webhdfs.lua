@@ -133,7 +133,7 @@ function W.lines(dir, base)
   for _, p in ipairs(paths) do
     local text = W.read(dir .. "/" .. p, base)
     for l in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
-    local tail = text:match("[^\n]+$")
+    local tail = H.torn_tail(text)
     assert(not tail, string.format("%s/%s ends in a torn line of %d bytes: %q", dir, p, #(tail or ""), tail or ""))
   end
   return lines, paths
@@ -175,7 +175,7 @@ function W.fs_lines(dir)
     for l in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
     -- One output for all files: a torn last line of any but the last runs into the next file's first (a line no
     -- record has); the last's is left after the last newline.
-    local tail = text:match("[^\n]+$")
+    local tail = H.torn_tail(text)
     assert(not tail, string.format("the last of the files under %s ends in a torn line: %q", dir, tail or ""))
   end
   return lines, files
