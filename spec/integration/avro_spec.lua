@@ -657,9 +657,9 @@ describe("A schema registered while a task reads its topic", function()
     assert.same({
       events(3)[1], events(3)[2], events(3)[3],
       { id = 4, name = "name-4", at = 1700000000004, country = "FR", score = 0.5 },
-      { id = 5, name = "name-5", at = 1700000000005, country = "NL" }, -- a null field is left out
-      { id = 6, name = "name-6", at = 1700000000006, country = "unknown" },
-      { id = 7, name = "name-7", at = 1700000000007, country = "unknown" },
+      { id = 5, name = "name-5", at = 1700000000005, country = "NL", score = cjson.null }, -- every field, null too
+      { id = 6, name = "name-6", at = 1700000000006, country = "unknown", score = cjson.null },
+      { id = 7, name = "name-7", at = 1700000000007, country = "unknown", score = cjson.null },
     }, got)
   end)
 
