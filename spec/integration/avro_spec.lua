@@ -306,15 +306,15 @@ describe("Avro bad input", function()
     return job(work, topic, p, code)
   end
 
-  it("fails within a bounded time, offsets unmoved, when the registry does not answer; the next run reads all",
-    function()
+  it("fails within a bounded time (kafka.schema.registry.retry.timeout.ms), offsets unmoved, when the registry does "
+    .. "not answer; the next run reads all", function()
       local topic = H.unique("avro_down")
       H.create_topic(topic, 1)
       produce("confluent", confluent_api(), topic, V1, events(10))
       local work = H.workdir("avro_down")
       local started = H.now_ms()
-      local last = H.run_fails(avro_job(work, topic, { ["kafka.schema.registry.url"] = "http://127.0.0.1:9/ccompat" }),
-        work, 1, { "http://127.0.0.1:9/ccompat" })
+      local last = H.run_fails(avro_job(work, topic, { ["kafka.schema.registry.url"] = "http://127.0.0.1:9/ccompat",
+        ["kafka.schema.registry.retry.timeout.ms"] = "3000" }), work, 1, { "http://127.0.0.1:9/ccompat" })
       assert.truthy(H.now_ms() - started < 60000, "the failure took too long")
       assert.matches("schema registry", last)
       assert.same({}, H.stored_offsets(work, "AvroBad"))
