@@ -189,8 +189,8 @@ void kg_commit_remove_dead_runs(const kg_config_t *c, kg_fs_t *fs, const char *r
   free(root);
 }
 
-int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, const char *final_dir, const kg_task_t *tasks,
-              size_t ntasks, int64_t *duration_ms, char *errbuf) {
+int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, const char *final_dir,
+              const kg_task_t *tasks, size_t ntasks, int64_t *duration_ms, char *errbuf) {
   int64_t t0 = kg_mono_ms();
   size_t nmoves = 0, nparts = 0;
   for (size_t i = 0; i < ntasks; i++) {
@@ -254,7 +254,8 @@ int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, co
     /* Neither undone nor dropped: the next run finds the journal and finishes the commit (the move that may have
      * happened included), before anything else. */
     KG_ERROR("The commit of %s stays journaled: a move failed and the file system cannot tell whether it happened; "
-             "the next run finishes it", job_id);
+             "the next run finishes it",
+             job_id);
   } else if (rc && journaled) {
     /* A move failed: take back the ones made, then drop the journal, so that the run leaves no trace. If a
      * file cannot be taken back, the journal stays and the next run finishes the commit instead. */

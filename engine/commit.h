@@ -27,17 +27,17 @@ static inline bool kg_publish_crosses(const kg_publish_t *p) { return p->src != 
  * renamed, then one transaction applies the offsets. A move that fails undoes the moves made and drops the record,
  * so the run leaves no trace; a process killed in between leaves the record for kg_commit_recover. Returns KG_OK
  * with *DURATION_MS, or the error of the step that failed. */
-int kg_commit(kg_state_t *state, const kg_publish_t *publish, const char *job_id, const char *final_dir, const kg_task_t *tasks,
-              size_t ntasks, int64_t *duration_ms, char *errbuf);
+int kg_commit(kg_state_t *state, const kg_publish_t *publish, const char *job_id, const char *final_dir,
+              const kg_task_t *tasks, size_t ntasks, int64_t *duration_ms, char *errbuf);
 
 /* Finishes a commit an earlier run recorded but did not complete, publishing what it had not (a file published
  * is never published again). KG_OK when there was none. */
 int kg_commit_recover(kg_state_t *state, const kg_publish_t *publish, char *errbuf);
 
-/* Removes what earlier runs of the job left in RUNS_ROOT (task.data.root.dir, or mr.job.root.dir) when they died (a killed run never cleans up);
- * the folder of the run JOB_ID is kept. Their files were never published: a commit publishes from task output
- * only, and an interrupted commit has been finished by kg_commit_recover. Call only while holding the job lock,
- * so that no other run is using them. */
+/* Removes what earlier runs of the job left in RUNS_ROOT (task.data.root.dir, or mr.job.root.dir) when they died (a
+ * killed run never cleans up); the folder of the run JOB_ID is kept. Their files were never published: a commit
+ * publishes from task output only, and an interrupted commit has been finished by kg_commit_recover. Call only while
+ * holding the job lock, so that no other run is using them. */
 void kg_commit_remove_dead_runs(const kg_config_t *config, kg_fs_t *fs, const char *runs_root, const char *job_id);
 
 #endif

@@ -85,8 +85,7 @@ static int csv_columns_of_schema(kg_config_t *c, const char *key, char *errbuf);
 static int set_limits(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
 static int set_registry_class(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                               char *errbuf);
-static int set_prom_file(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
-                         char *errbuf);
+static int set_prom_file(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
 static int set_pushgateway_url(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v,
                                char *errbuf);
 static int set_source(kg_config_t *c, const kg_property_t *p, const char *key, kg_property_value_t *v, char *errbuf);
@@ -764,9 +763,13 @@ static const kg_property_t properties[] = {
     {.name = "mr.include.task.counters", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce counters per task."},
     {.name = "mr.job.max.mappers.per.node", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce mapper spread."},
     {.name = "mapreduce.job.queuename", .mode = KG_MODE_MAPREDUCE, .doc = "YARN queue: passed to the Hadoop job."},
-    {.name = "mapreduce.map.memory.mb", .mode = KG_MODE_MAPREDUCE, .doc = "Map container memory: passed to the Hadoop job."},
+    {.name = "mapreduce.map.memory.mb",
+     .mode = KG_MODE_MAPREDUCE,
+     .doc = "Map container memory: passed to the Hadoop job."},
     {.name = "mapreduce.map.java.opts", .mode = KG_MODE_MAPREDUCE, .doc = "Map JVM options: passed to the Hadoop job."},
-    {.name = "mapred.job.queue.name", .mode = KG_MODE_MAPREDUCE, .doc = "YARN queue (old name): passed to the Hadoop job."},
+    {.name = "mapred.job.queue.name",
+     .mode = KG_MODE_MAPREDUCE,
+     .doc = "YARN queue (old name): passed to the Hadoop job."},
 };
 
 const kg_property_t *kg_config_properties(size_t *count) {
@@ -854,15 +857,15 @@ static int set_codec(kg_config_t *c, const kg_property_t *p, const char *key, kg
                    "codec of Avro blocks",
                    origin_of(c->props, key), key, p->names[v->e], c->output_format, p->names[v->e]);
   c->file_ext = kg_xasprintf("%s%s", c->output_format,
-                             c->codec == KG_CODEC_GZIP ? ".gz" : c->codec == KG_CODEC_ZSTD ? ".zst" : "");
+                             c->codec == KG_CODEC_GZIP   ? ".gz"
+                             : c->codec == KG_CODEC_ZSTD ? ".zst"
+                                                         : "");
   return KG_OK;
 }
 
 /* Gobblin's level for Avro's deflate; for gzip, 3: on the bench's records, files 1% larger than gzip's own
  * default of 6, written about 1.3 times faster, which keeps a gzip pass-through near the uncompressed one. */
-static char *default_deflate_level(const kg_config_t *c) {
-  return kg_xstrdup(c->codec == KG_CODEC_GZIP ? "3" : "9");
-}
+static char *default_deflate_level(const kg_config_t *c) { return kg_xstrdup(c->codec == KG_CODEC_GZIP ? "3" : "9"); }
 
 static char *no_schema(const kg_config_t *c) {
   (void)c;
@@ -1269,9 +1272,12 @@ static int set_source(kg_config_t *c, const kg_property_t *p, const char *key, k
     c->avro_framing = KG_FRAMING_CONFLUENT;
   }
   if (c->avro_framing != KG_FRAMING_NONE && !*c->registry_url)
-    return kg_fail(errbuf, KG_EINVAL, "%s: %s needs kafka.schema.registry.url, the registry that serves the records' "
-                   "schemas", where, c->avro_framing == KG_FRAMING_LINKEDIN ? "source.class=KafkaAvroSource" :
-                   "kafka.deserializer.type=CONFLUENT_AVRO");
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: %s needs kafka.schema.registry.url, the registry that serves the records' "
+                   "schemas",
+                   where,
+                   c->avro_framing == KG_FRAMING_LINKEDIN ? "source.class=KafkaAvroSource"
+                                                          : "kafka.deserializer.type=CONFLUENT_AVRO");
   return KG_OK;
 }
 
@@ -1317,12 +1323,12 @@ static int set_partitioner(kg_config_t *c, const kg_property_t *p, const char *k
   if (rc) return rc;
   const char *pattern = kg_props_get(c->props, "writer.partition.pattern");
   const char *where = origin_of(c->props, pattern ? "writer.partition.pattern" : key);
-  if (pattern && !*pattern)
-    return kg_fail(errbuf, KG_EINVAL, "%s: writer.partition.pattern is empty", where);
+  if (pattern && !*pattern) return kg_fail(errbuf, KG_EINVAL, "%s: writer.partition.pattern is empty", where);
   char perr[KG_ERRLEN];
-  rc = kg_partitioner_new(pattern ? pattern : kg_granularity_pattern((kg_granularity_t)g.e),
-                          partition_value(c, "writer.partition.timezone"), partition_value(c, "writer.partition.prefix"),
-                          partition_value(c, "writer.partition.suffix"), &c->partitioner, perr);
+  rc =
+      kg_partitioner_new(pattern ? pattern : kg_granularity_pattern((kg_granularity_t)g.e),
+                         partition_value(c, "writer.partition.timezone"), partition_value(c, "writer.partition.prefix"),
+                         partition_value(c, "writer.partition.suffix"), &c->partitioner, perr);
   if (rc) {
     const char *row = strstr(perr, "time zone") ? "writer.partition.timezone"
                       : strstr(perr, "prefix")  ? "writer.partition.prefix"
@@ -1338,7 +1344,7 @@ static int set_partitioner(kg_config_t *c, const kg_property_t *p, const char *k
  * change the output or the meaning of a Gobblin run; INSTEAD says what kingest does instead, in a WARN (an
  * error with job.strict). Any other unknown key gets a generic WARN. */
 #define KG_METRICS_INSTEAD                                                                                             \
-  "metrics go to the metrics file (metrics.reporting.file.enabled) and to Prometheus "                               \
+  "metrics go to the metrics file (metrics.reporting.file.enabled) and to Prometheus "                                 \
   "(metrics.reporting.prometheus.file, metrics.reporting.prometheus.pushgateway.url)"
 static const struct {
   const char *name;
@@ -1735,32 +1741,19 @@ const char *kg_config_writer_fs(const kg_config_t *c, const char **property) {
 void kg_config_destroy(kg_config_t *c) {
   if (!c) return;
   kg_props_destroy(c->props);
-  char **strings[] = {&c->job_file,
-                      &c->job_name,
-                      &c->brokers,
-                      &c->topic_whitelist,
-                      &c->topic_blacklist,
-                      &c->move_to_latest,
-                      &c->work_dir,
-                      &c->state_store_dir,
-                      &c->task_data_root,
-                      &c->final_dir,
-                      &c->lock_dir,
-                      &c->extract_namespace,
-                      &c->output_format,
-                      &c->file_ext,
-                      &c->delimiter,
-                      &c->metrics_dir,
-                      &c->metrics_suffix,
-                      &c->prom_file,
-                      &c->pushgateway_url,
-                      &c->mr_hadoop,
-                      &c->mr_streaming_jar,
-                      &c->mr_kingest,
-                      &c->mr_args,
-                      &c->avro_schema,
-                      &c->registry_url,
-                      &c->registry_subject_suffix};
+  char **strings[] = {&c->job_file,         &c->job_name,
+                      &c->brokers,          &c->topic_whitelist,
+                      &c->topic_blacklist,  &c->move_to_latest,
+                      &c->work_dir,         &c->state_store_dir,
+                      &c->task_data_root,   &c->final_dir,
+                      &c->lock_dir,         &c->extract_namespace,
+                      &c->output_format,    &c->file_ext,
+                      &c->delimiter,        &c->metrics_dir,
+                      &c->metrics_suffix,   &c->prom_file,
+                      &c->pushgateway_url,  &c->mr_hadoop,
+                      &c->mr_streaming_jar, &c->mr_kingest,
+                      &c->mr_args,          &c->avro_schema,
+                      &c->registry_url,     &c->registry_subject_suffix};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
     free(*strings[i]);
   for (size_t i = 0; i < c->csv.ncolumns; i++)

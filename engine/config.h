@@ -83,27 +83,27 @@ typedef struct {
   char *prom_file;                  /* metrics.reporting.prometheus.file: absolute, "" for none */
   char *pushgateway_url;            /* metrics.reporting.prometheus.pushgateway.url without a trailing /, "" for none */
   int64_t pushgateway_timeout_ms;   /* metrics.reporting.prometheus.pushgateway.timeout.ms */
-  int64_t metadata_timeout_ms;       /* kafka.metadata.timeout.ms: broker discovery and offset queries */
-  int64_t fetch_timeout_ms;          /* kafka.fetch.timeout.ms: longest wait for the next record of a range */
-  int batch_size;                    /* kafka.fetch.batch.size: records handed to Lua per call */
-  kg_error_policy_t decode_errors;   /* decode.error.policy */
-  int64_t skip_error_limit;          /* task.skip.error.records, -1 unlimited; see skip_error_limit_set */
-  bool skip_error_limit_set;         /* given: bounds every script failure; not given: converters 0, decode unlimited */
-  double error_max_ratio;            /* decode.error.max.ratio: most failed records per record a task may read */
-  bool fail_on_partial;              /* job.fail.on.partial: a run that stopped short of a high watermark fails */
-  int64_t progress_interval_ms;      /* progress.interval.ms: progress log lines when stderr is not a terminal */
-  int64_t batch_timeout_ms;          /* script.batch.timeout.ms: longest one call into the script may run */
-  char *registry_url;                /* kafka.schema.registry.url, "" when not given */
-  kg_registry_kind_t registry_kind;  /* kafka.schema.registry.class; Confluent's when not given */
-  char *registry_subject_suffix;     /* kafka.schema_registry.confluent.schema_name_suffix */
-  int64_t registry_cache_size;       /* kafka.schema.registry.max.cache.size: entries */
-  int64_t registry_cache_expire_min; /* kafka.schema.registry.cache.expire.after.write.min: minutes, 0: none kept */
-  int64_t registry_retry_timeout_ms; /* kafka.schema.registry.retry.timeout.ms: how long a lookup tries again */
-  int64_t roll_bytes;                /* writer.file.max.size: bytes after which a file rolls, 0 for no limit */
-  int64_t roll_records;              /* writer.file.max.records: records after which a file rolls, 0 for none */
+  int64_t metadata_timeout_ms;      /* kafka.metadata.timeout.ms: broker discovery and offset queries */
+  int64_t fetch_timeout_ms;         /* kafka.fetch.timeout.ms: longest wait for the next record of a range */
+  int batch_size;                   /* kafka.fetch.batch.size: records handed to Lua per call */
+  kg_error_policy_t decode_errors;  /* decode.error.policy */
+  int64_t skip_error_limit;         /* task.skip.error.records, -1 unlimited; see skip_error_limit_set */
+  bool skip_error_limit_set;        /* given: bounds every script failure; not given: converters 0, decode unlimited */
+  double error_max_ratio;           /* decode.error.max.ratio: most failed records per record a task may read */
+  bool fail_on_partial;             /* job.fail.on.partial: a run that stopped short of a high watermark fails */
+  int64_t progress_interval_ms;     /* progress.interval.ms: progress log lines when stderr is not a terminal */
+  int64_t batch_timeout_ms;         /* script.batch.timeout.ms: longest one call into the script may run */
+  char *registry_url;               /* kafka.schema.registry.url, "" when not given */
+  kg_registry_kind_t registry_kind; /* kafka.schema.registry.class; Confluent's when not given */
+  char *registry_subject_suffix;    /* kafka.schema_registry.confluent.schema_name_suffix */
+  int64_t registry_cache_size;      /* kafka.schema.registry.max.cache.size: entries */
+  int64_t registry_cache_expire_min;  /* kafka.schema.registry.cache.expire.after.write.min: minutes, 0: none kept */
+  int64_t registry_retry_timeout_ms;  /* kafka.schema.registry.retry.timeout.ms: how long a lookup tries again */
+  int64_t roll_bytes;                 /* writer.file.max.size: bytes after which a file rolls, 0 for no limit */
+  int64_t roll_records;               /* writer.file.max.records: records after which a file rolls, 0 for none */
   struct kg_partitioner *partitioner; /* writer.partitioner.class: time folders (partition.h), NULL for none */
-  kg_deserializer_t deserializer;    /* kafka.deserializer.type */
-  kg_framing_t avro_framing;         /* from kafka.deserializer.type and source.class: what payloads hold */
+  kg_deserializer_t deserializer;     /* kafka.deserializer.type */
+  kg_framing_t avro_framing;          /* from kafka.deserializer.type and source.class: what payloads hold */
 } kg_config_t;
 
 /* Builds a config from PROPS (takes ownership of PROPS, even on failure). JOB_FILE is the job file's path;

@@ -33,10 +33,12 @@ static void load(void) {
   }
   kg_curl_api_t a;
   CURLcode (*global_init)(long flags) = NULL;
-  if (!bind_symbol(h, "curl_global_init", (void **)&global_init) || !bind_symbol(h, "curl_easy_init", (void **)&a.easy_init) ||
+  if (!bind_symbol(h, "curl_global_init", (void **)&global_init) ||
+      !bind_symbol(h, "curl_easy_init", (void **)&a.easy_init) ||
       !bind_symbol(h, "curl_easy_setopt", (void **)&a.easy_setopt) ||
       !bind_symbol(h, "curl_easy_perform", (void **)&a.easy_perform) ||
-      !bind_symbol(h, "curl_easy_getinfo", (void **)&a.easy_getinfo) || !bind_symbol(h, "curl_easy_reset", (void **)&a.easy_reset) ||
+      !bind_symbol(h, "curl_easy_getinfo", (void **)&a.easy_getinfo) ||
+      !bind_symbol(h, "curl_easy_reset", (void **)&a.easy_reset) ||
       !bind_symbol(h, "curl_easy_cleanup", (void **)&a.easy_cleanup) ||
       !bind_symbol(h, "curl_easy_strerror", (void **)&a.easy_strerror) ||
       !bind_symbol(h, "curl_easy_escape", (void **)&a.easy_escape) || !bind_symbol(h, "curl_free", (void **)&a.free) ||

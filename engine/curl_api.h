@@ -36,16 +36,16 @@ extern kg_curl_api_t kg_curl_api;
  * curl_global_init failing). Thread-safe. */
 int kg_curl_load(char *errbuf);
 
-#define curl_easy_init kg_curl_api.easy_init
-#define curl_easy_setopt kg_curl_api.easy_setopt
-#define curl_easy_perform kg_curl_api.easy_perform
-#define curl_easy_getinfo kg_curl_api.easy_getinfo
-#define curl_easy_reset kg_curl_api.easy_reset
-#define curl_easy_cleanup kg_curl_api.easy_cleanup
-#define curl_easy_strerror kg_curl_api.easy_strerror
-#define curl_easy_escape kg_curl_api.easy_escape
-#define curl_free kg_curl_api.free
-#define curl_slist_append kg_curl_api.slist_append
+#define curl_easy_init      kg_curl_api.easy_init
+#define curl_easy_setopt    kg_curl_api.easy_setopt
+#define curl_easy_perform   kg_curl_api.easy_perform
+#define curl_easy_getinfo   kg_curl_api.easy_getinfo
+#define curl_easy_reset     kg_curl_api.easy_reset
+#define curl_easy_cleanup   kg_curl_api.easy_cleanup
+#define curl_easy_strerror  kg_curl_api.easy_strerror
+#define curl_easy_escape    kg_curl_api.easy_escape
+#define curl_free           kg_curl_api.free
+#define curl_slist_append   kg_curl_api.slist_append
 #define curl_slist_free_all kg_curl_api.slist_free_all
 
 #endif

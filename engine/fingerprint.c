@@ -2,7 +2,7 @@
 #include "fingerprint.h"
 
 #define FNV_OFFSET 14695981039346656037ULL
-#define FNV_PRIME 1099511628211ULL
+#define FNV_PRIME  1099511628211ULL
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;

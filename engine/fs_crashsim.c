@@ -34,7 +34,7 @@
 #include "fs.h"
 
 #define TRASH_PREFIX ".kg-powercut-trash."
-#define CUT_STATUS 99
+#define CUT_STATUS   99
 
 typedef struct {
   char *name;
@@ -232,7 +232,7 @@ static _Noreturn void power_loss(const char *what, const char *path) {
       kg_log_say(KG_LOG_ERROR, "kingest: ", -1, "KINGEST_POWERCUT: cannot cut %s: %s", files[i].path, strerror(errno));
     else if (keep < st.st_size)
       kg_log_say(KG_LOG_WARN, "kingest: ", -1, "KINGEST_POWERCUT: lost %lld of the %lld bytes of %s (kept %lld)",
-              (long long)(st.st_size - keep), (long long)st.st_size, files[i].path, (long long)keep);
+                 (long long)(st.st_size - keep), (long long)st.st_size, files[i].path, (long long)keep);
   }
   /* 3. Entries made since the last sync of their folder go, trash included. */
   for (size_t i = 0; i < ndirs; i++) {

@@ -31,20 +31,20 @@
 #include "fs.h"
 #include "json.h"
 
-#define WEBHDFS_ATTEMPTS 4              /* tries of one request, by default */
-#define WEBHDFS_RETRY_PAUSE_MS 250      /* pause before the second try; doubles for each next one */
-#define WEBHDFS_CONNECT_TIMEOUT_MS 3000 /* to open a connection, by default */
-#define WEBHDFS_TIMEOUT_MS 30000        /* for a whole metadata request, and for an upload without progress */
-#define WEBHDFS_MAX_ANSWER (64 << 20)   /* bytes of an answer body (a LISTSTATUS of a large folder) */
+#define WEBHDFS_ATTEMPTS           4          /* tries of one request, by default */
+#define WEBHDFS_RETRY_PAUSE_MS     250        /* pause before the second try; doubles for each next one */
+#define WEBHDFS_CONNECT_TIMEOUT_MS 3000       /* to open a connection, by default */
+#define WEBHDFS_TIMEOUT_MS         30000      /* for a whole metadata request, and for an upload without progress */
+#define WEBHDFS_MAX_ANSWER         (64 << 20) /* bytes of an answer body (a LISTSTATUS of a large folder) */
 
 /* One WebHDFS file system: what open parsed from the URI; read-only afterwards. */
 typedef struct {
-  char *base;         /* "http://HOST:PORT/webhdfs/v1", owned */
-  char *name;         /* "webhdfs://HOST:PORT", for messages, owned */
-  char *user;         /* user.name, URL-escaped, owned */
-  int attempts;       /* tries of one request */
-  long connect_ms;    /* connect timeout, ms */
-  long timeout_ms;    /* a metadata request's timeout, and an upload's longest stall, ms */
+  char *base;      /* "http://HOST:PORT/webhdfs/v1", owned */
+  char *name;      /* "webhdfs://HOST:PORT", for messages, owned */
+  char *user;      /* user.name, URL-escaped, owned */
+  int attempts;    /* tries of one request */
+  long connect_ms; /* connect timeout, ms */
+  long timeout_ms; /* a metadata request's timeout, and an upload's longest stall, ms */
 } webhdfs_t;
 
 /* ---- URLs ---------------------------------------------------------------------------------------------- */
@@ -62,10 +62,10 @@ static char *op_url(const webhdfs_t *w, const char *path, const char *op, const 
 
 /* What a request got: a status and a body, or a transport failure. */
 typedef struct {
-  CURLcode cc;                   /* CURLE_OK when an answer came */
+  CURLcode cc; /* CURLE_OK when an answer came */
   char curl_err[CURL_ERROR_SIZE];
-  long status;                   /* HTTP status when cc is CURLE_OK */
-  kg_buf_t body;                 /* the answer's body, NUL-terminated when not empty */
+  long status;   /* HTTP status when cc is CURLE_OK */
+  kg_buf_t body; /* the answer's body, NUL-terminated when not empty */
 } reply_t;
 
 /* A body to upload: bytes [OFFSET, OFFSET + LEN) of file FD. */
@@ -181,8 +181,8 @@ static void perform(const webhdfs_t *w, const char *method, const char *url, upl
 
 /* METHOD on URL (uploading UPLOAD when not NULL), tried again as RETRY allows. Returns KG_OK when an answer came
  * (any status: the caller judges it), or KG_EIO with the transport failure of the last try in ERRBUF. */
-static int request(const webhdfs_t *w, const char *method, const char *url, upload_t *upload, retry_t retry,
-                   reply_t *r, char *errbuf) {
+static int request(const webhdfs_t *w, const char *method, const char *url, upload_t *upload, retry_t retry, reply_t *r,
+                   char *errbuf) {
   int rc = kg_curl_load(errbuf);
   if (rc) return rc;
   int64_t started = kg_mono_ms(), pause = WEBHDFS_RETRY_PAUSE_MS;
@@ -215,8 +215,9 @@ static void answer_reason(const reply_t *r, char *out, size_t size) {
   if (message[0]) {
     snprintf(out, size, "%s (%s, HTTP %ld)", message, name[0] ? name : "RemoteException", r->status);
   } else if (r->status == 401) {
-    snprintf(out, size, "the server asks for authentication (HTTP 401): kingest speaks only simple authentication "
-                        "(user.name), not Kerberos");
+    snprintf(out, size,
+             "the server asks for authentication (HTTP 401): kingest speaks only simple authentication "
+             "(user.name), not Kerberos");
   } else {
     size_t n = r->body.len < 200 ? r->body.len : 200;
     const char *b = r->body.len ? r->body.data : "";
@@ -258,8 +259,8 @@ static bool answer_boolean(const reply_t *r) {
 /* Sends bytes [OFFSET, OFFSET + LEN) of FD to PATH: a new file (CREATE, never overwriting) when APPEND is false,
  * else the end of the file (APPEND). The NameNode names the DataNode; the bytes go there. On failure the reason
  * goes to ERRBUF, and *EXISTS tells whether CREATE failed because PATH exists (then nothing was made). */
-static int upload(const webhdfs_t *w, const char *path, bool append, int fd, int64_t offset, int64_t len,
-                  bool *exists, char *errbuf) {
+static int upload(const webhdfs_t *w, const char *path, bool append, int fd, int64_t offset, int64_t len, bool *exists,
+                  char *errbuf) {
   const char *op = append ? "APPEND" : "CREATE", *method = append ? "POST" : "PUT";
   *exists = false;
   reply_t r = {0};
@@ -368,10 +369,12 @@ static int stream_write(kg_fs_stream_t *stream, const void *data, size_t len, ch
 
 static int stream_truncate(kg_fs_stream_t *stream, int64_t size, char *errbuf) {
   webhdfs_stream_t *s = (webhdfs_stream_t *)stream;
-  if (size > s->size) return kg_fail(errbuf, KG_EIO, "cannot truncate to %lld bytes: only %lld were written",
-                                     (long long)size, (long long)s->size);
+  if (size > s->size)
+    return kg_fail(errbuf, KG_EIO, "cannot truncate to %lld bytes: only %lld were written", (long long)size,
+                   (long long)s->size);
   if (size < s->handed)
-    return kg_fail(errbuf, KG_EIO, "cannot take back bytes already synced to HDFS (%lld bytes there, truncating to %lld)",
+    return kg_fail(errbuf, KG_EIO,
+                   "cannot take back bytes already synced to HDFS (%lld bytes there, truncating to %lld)",
                    (long long)s->handed, (long long)size);
   if (size >= s->handed + s->in_fd) { /* within the pending bytes */
     s->pending.len = (size_t)(size - s->handed - s->in_fd);
@@ -740,8 +743,7 @@ static bool parse_long(const char *s, long min, long max, long *out) {
 int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
   *out = NULL;
   static const char prefix[] = "webhdfs://";
-  if (strncmp(uri, prefix, sizeof prefix - 1))
-    return kg_fail(errbuf, KG_EINVAL, "%s: not a webhdfs:// URI", uri);
+  if (strncmp(uri, prefix, sizeof prefix - 1)) return kg_fail(errbuf, KG_EINVAL, "%s: not a webhdfs:// URI", uri);
   const char *authority = uri + sizeof prefix - 1;
   size_t alen = strcspn(authority, "/?#");
   const char *rest = authority + alen;
@@ -761,8 +763,10 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
   w->timeout_ms = WEBHDFS_TIMEOUT_MS;
   long port = 0;
   if (!hlen || !colon || colon == hostport) {
-    rc = kg_fail(errbuf, KG_EINVAL, "%s: expected webhdfs://[USER@]HOST:PORT, PORT being the NameNode's HTTP port "
-                                    "(dfs.namenode.http-address, 9870 by default)", uri);
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: expected webhdfs://[USER@]HOST:PORT, PORT being the NameNode's HTTP port "
+                 "(dfs.namenode.http-address, 9870 by default)",
+                 uri);
   } else {
     char *p = kg_xstrndup(colon + 1, (size_t)(hostport + hlen - colon - 1));
     if (!parse_long(p, 1, 65535, &port))
@@ -771,8 +775,10 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
   }
   /* The path part must be empty: paths come from the properties that name folders. */
   if (!rc && *rest == '/' && rest[1] && rest[1] != '?')
-    rc = kg_fail(errbuf, KG_EINVAL, "%s: a file system URI names no path (give folders as absolute paths in their "
-                                    "own properties)", uri);
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: a file system URI names no path (give folders as absolute paths in their "
+                 "own properties)",
+                 uri);
   if (!rc && *rest == '/') rest++;
   if (!rc && *rest == '#') rc = kg_fail(errbuf, KG_EINVAL, "%s: a file system URI has no fragment", uri);
   /* The query: user.name, auth (simple only), and the client's timeouts and tries. */
@@ -788,13 +794,16 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
         user = kg_xstrdup(value);
       } else if (!strcmp(key, "auth")) {
         if (!strcmp(value, "kerberos") || !strcmp(value, "KERBEROS"))
-          rc = kg_fail(errbuf, KG_EINVAL, "%s: Kerberos (SPNEGO) authentication is not supported: kingest speaks "
-                                          "WebHDFS with simple authentication (user.name) only", uri);
+          rc = kg_fail(errbuf, KG_EINVAL,
+                       "%s: Kerberos (SPNEGO) authentication is not supported: kingest speaks "
+                       "WebHDFS with simple authentication (user.name) only",
+                       uri);
         else if (strcmp(value, "simple"))
           rc = kg_fail(errbuf, KG_EINVAL, "%s: auth=%s: unknown authentication (kingest has: simple)", uri, value);
       } else if (!strcmp(key, "connect.timeout.ms")) {
         if (!parse_long(value, 1, 600000, &w->connect_ms))
-          rc = kg_fail(errbuf, KG_EINVAL, "%s: connect.timeout.ms=%s: expected milliseconds from 1 to 600000", uri, value);
+          rc = kg_fail(errbuf, KG_EINVAL, "%s: connect.timeout.ms=%s: expected milliseconds from 1 to 600000", uri,
+                       value);
       } else if (!strcmp(key, "timeout.ms")) {
         if (!parse_long(value, 1000, 3600000, &w->timeout_ms))
           rc = kg_fail(errbuf, KG_EINVAL, "%s: timeout.ms=%s: expected milliseconds from 1000 to 3600000", uri, value);
@@ -804,8 +813,10 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
           rc = kg_fail(errbuf, KG_EINVAL, "%s: attempts=%s: expected a number from 1 to 20", uri, value);
         w->attempts = (int)a;
       } else {
-        rc = kg_fail(errbuf, KG_EINVAL, "%s: unknown parameter '%s' (kingest has: user.name, auth, "
-                                        "connect.timeout.ms, timeout.ms, attempts)", uri, key);
+        rc = kg_fail(errbuf, KG_EINVAL,
+                     "%s: unknown parameter '%s' (kingest has: user.name, auth, "
+                     "connect.timeout.ms, timeout.ms, attempts)",
+                     uri, key);
       }
       free(key);
       free(value);

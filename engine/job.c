@@ -43,7 +43,7 @@ typedef struct {
   kg_fs_t *pub_fs;               /* the final folder's (data.publisher.fs.uri): FS itself when they are the same */
   kg_publish_t publish;          /* what the commit moves files with */
   const kg_writer_ops_t *writer; /* the output format (writer.builder.class, writer.output.format) */
-  char partial[KG_ERRLEN];            /* why a committed run is PARTIAL, for its history; "" when it is not */
+  char partial[KG_ERRLEN];       /* why a committed run is PARTIAL, for its history; "" when it is not */
 } kg_job_t;
 
 /* Packs the work units into tasks, runs them and merges what they did. Returns the first failed task's error
@@ -107,7 +107,8 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, bool *aband
 
 static int commit(kg_job_t *job, kg_state_t *state, char *errbuf) {
   int64_t duration = 0;
-  int rc = kg_commit(state, &job->publish, job->job_id, job->config->final_dir, job->tasks, job->ntasks, &duration, errbuf);
+  int rc =
+      kg_commit(state, &job->publish, job->job_id, job->config->final_dir, job->tasks, job->ntasks, &duration, errbuf);
   if (!rc) {
     char md[64];
     snprintf(md, sizeof md, "{\"durationMs\":%lld}", (long long)duration);
@@ -184,9 +185,9 @@ static int check_moved(const kg_job_t *job, char *errbuf) {
       const kg_unit_result_t *r = &job->tasks[i].result.units[u];
       const kg_workunit_t *wu = job->tasks[i].spec.units[u];
       if (wu->high <= wu->low || named++ >= 5) continue;
-      const char *cause = r->fetch_failed && r->fetch_error[0] ? r->fetch_error
+      const char *cause = r->fetch_failed && r->fetch_error[0]     ? r->fetch_error
                           : r->premature_stop && r->stop_reason[0] ? r->stop_reason
-                                                                    : "no record was read";
+                                                                   : "no record was read";
       kg_buf_appendf(&why, "%s%s:%d (offsets %lld to %lld): %s", why.len ? "; " : "", wu->topic, wu->partition,
                      (long long)wu->low, (long long)wu->high, cause);
     }

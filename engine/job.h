@@ -34,5 +34,4 @@ int kg_job_check(const kg_config_t *config, const kg_writer_ops_t **writer, char
  * only, and no lock, output or metrics file is touched. */
 int kg_job_plan(const kg_config_t *config, bool json, FILE *out, char *errbuf);
 
-
 #endif

@@ -220,10 +220,10 @@ static int number(reader_t *r, const char **pp, kg_jc_tok_t *t) {
     s++;
   }
   if (s >= end || !digit(*s)) return bad(r, start, negative ? "a '-' must be followed by a digit" : "expected a value");
-  uint64_t m = 0;   /* the digits read, while they fit */
-  int digits = 0;   /* significant digits in M (leading zeros are not) */
+  uint64_t m = 0;    /* the digits read, while they fit */
+  int digits = 0;    /* significant digits in M (leading zeros are not) */
   bool exact = true; /* M holds every significant digit */
-  int exp10 = 0;    /* the number is M * 10^exp10 (when exact) */
+  int exp10 = 0;     /* the number is M * 10^exp10 (when exact) */
   if (*s == '0') {
     s++;
     if (s < end && digit(*s)) return bad(r, s, "a number must not start with 0 followed by digits");
@@ -459,12 +459,11 @@ void kg_jc_parser_free(kg_jc_parser_t *p) {
 
 /* How string bytes are written: 0 as they are, 'u' as \u00XX, else the letter of a two-byte escape. */
 static const char escape_class[256] = {
-    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'b', 't', 'n', 'u', 'f', 'r', 'u', 'u',
-    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',
-    0,   0,   '"', 0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
-    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
-    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
-    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   '\\', 0,  0,   0,
+    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'b', 't', 'n', 'u', 'f',  'r', 'u', 'u', 'u', 'u', 'u', 'u',
+    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 0,    0,   '"', 0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,    0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,    0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   '\\', 0,   0,   0,
 };
 
 void kg_jc_write_string(kg_buf_t *out, const char *s, size_t n) {

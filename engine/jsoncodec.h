@@ -24,8 +24,8 @@ typedef enum {
   KG_JC_UINT,   /* an integer above INT64_MAX that fits a uint64_t, kept exactly */
   KG_JC_STRING, /* bytes in the text itself (no escape in them) */
   KG_JC_ESCAPED_STRING, /* bytes decoded from escapes, in the parser's own buffer (kg_jc_string) */
-  KG_JC_ARRAY,  /* followed by its N items */
-  KG_JC_OBJECT, /* followed by its N members, each a key (a string token) and a value */
+  KG_JC_ARRAY,          /* followed by its N items */
+  KG_JC_OBJECT,         /* followed by its N members, each a key (a string token) and a value */
 } kg_jc_type_t;
 
 /* One token of the tape, in document order: a container comes before what it holds. */
@@ -33,10 +33,10 @@ typedef struct {
   uint32_t type; /* kg_jc_type_t */
   uint32_t n;    /* strings: their length in bytes; arrays and objects: their items or members */
   union {
-    double d;     /* KG_JC_NUMBER */
-    int64_t i;    /* KG_JC_INT */
-    uint64_t u;   /* KG_JC_UINT */
-    size_t off;   /* strings: where their bytes start, in the text or in the parser's buffer */
+    double d;   /* KG_JC_NUMBER */
+    int64_t i;  /* KG_JC_INT */
+    uint64_t u; /* KG_JC_UINT */
+    size_t off; /* strings: where their bytes start, in the text or in the parser's buffer */
   } v;
 } kg_jc_tok_t;
 

@@ -628,7 +628,7 @@ int kg_kafka_offset_for_time(kg_kafka_t *k, const char *topic, int32_t partition
  * whatever came with it is taken. *WAITED (when not NULL) tells whether the queue was waited on. */
 static ssize_t take(rd_kafka_queue_t *q, rd_kafka_topic_t *rkt, int32_t partition, int timeout_ms,
                     rd_kafka_message_t **msgs, size_t max, bool *waited) {
-#define KG_CONSUME(t, m, n) \
+#define KG_CONSUME(t, m, n)                                                                                            \
   (rkt ? rd_kafka_consume_batch(rkt, partition, (t), (m), (n)) : rd_kafka_consume_batch_queue(q, (t), (m), (n)))
   bool empty = !q || rd_kafka_queue_length(q) == 0;
   if (waited) *waited = empty;
@@ -834,7 +834,7 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
     int64_t ts = rd_kafka_message_timestamp(m, &tstype);
     r->timestamp = (double)ts;
     r->partition = m->partition;
-    r->opaque = m; /* headers are parsed only when the script asks for them (kg_kafka_record_header) */
+    r->opaque = m;       /* headers are parsed only when the script asks for them (kg_kafka_record_header) */
     r->datum_ptr = NULL; /* the task's Avro framing sets these */
     r->datum_len = 0;
     r->schema = r->reader_schema = -1;

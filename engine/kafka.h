@@ -50,8 +50,8 @@ int kg_kafka_offsets_bulk(kg_kafka_t *kafka, const char *const *topics, const in
 
 /* Kafka's offsets-for-times: the first offset of TOPIC:PARTITION whose record's timestamp is TIME_MS or later, as
  * *OFFSET; -1 when no record is that recent. */
-int kg_kafka_offset_for_time(kg_kafka_t *kafka, const char *topic, int32_t partition, int64_t time_ms,
-                             int64_t *offset, char *errbuf);
+int kg_kafka_offset_for_time(kg_kafka_t *kafka, const char *topic, int32_t partition, int64_t time_ms, int64_t *offset,
+                             char *errbuf);
 
 /* Reads back one record of each of N partitions: the first record at or after OFFSETS[i] of
  * TOPICS[i]:PARTITIONS[i], as FOUND[i] (not set when the partition answered with its end, an error, or not at all
@@ -78,8 +78,8 @@ int kg_kafka_record_header(const kg_record_t *record, int32_t index, const char 
  * (engine/tests/test_kafka.c, which drives it on a client and queues of its own); the engine calls it only through
  * those two. Up to MAX messages from queue Q (when RKT is NULL), or from partition PARTITION of RKT (Q then that
  * partition's queue, NULL when not known): messages already queued are taken without a wait; an empty queue is waited
- * on, up to TIMEOUT_MS, for one message, and then whatever came with it is taken. Returns how many were put in MSGS (the
- * caller's, each destroyed with rd_kafka_message_destroy), or -1 as consume_batch does. *WAITED (when not NULL)
+ * on, up to TIMEOUT_MS, for one message, and then whatever came with it is taken. Returns how many were put in MSGS
+ * (the caller's, each destroyed with rd_kafka_message_destroy), or -1 as consume_batch does. *WAITED (when not NULL)
  * tells whether the queue was waited on. */
 struct rd_kafka_queue_s;
 struct rd_kafka_topic_s;

@@ -17,7 +17,7 @@ typedef struct kg_record {
   double offset;    /* exact below 2^53 */
   double timestamp; /* milliseconds since the epoch, -1 when unknown */
   int32_t partition;
-  const void *opaque; /* the engine's message handle */
+  const void *opaque;    /* the engine's message handle */
   const char *datum_ptr; /* Avro records: the datum after the framing header; NULL otherwise */
   size_t datum_len;
   int32_t schema;        /* Avro records: the index of the datum's schema (kg_ffi_avro_schema); -1 otherwise */
@@ -27,8 +27,8 @@ typedef struct kg_record {
 typedef struct kg_batch {
   kg_record_t *records; /* COUNT record views, valid during one call into Lua */
   int32_t count;
-  int32_t next; /* index of the next record to process; the script advances it */
-  void *sink;   /* the engine's output for this batch */
+  int32_t next;          /* index of the next record to process; the script advances it */
+  void *sink;            /* the engine's output for this batch */
   int32_t output_schema; /* the index of the output's Avro schema; -1 when the output is not Avro */
   double time;           /* what the next output is filed under (writer.partitioner.class): ms since the epoch,
                             or -1 for the record's timestamp; the script sets it */

@@ -20,11 +20,11 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-#define SLAB_SIZE ((size_t)64 * 1024) /* also the slabs' alignment: a block's slab is its address rounded down */
+#define SLAB_SIZE  ((size_t)64 * 1024) /* also the slabs' alignment: a block's slab is its address rounded down */
 #define CLASS_STEP 16
-#define NCLASSES 32
-#define SMALL_MAX (NCLASSES * CLASS_STEP) /* 512: larger objects come from malloc */
-#define KEEP_EMPTY 8                      /* empty slabs kept for the next cycle, per state */
+#define NCLASSES   32
+#define SMALL_MAX  (NCLASSES * CLASS_STEP) /* 512: larger objects come from malloc */
+#define KEEP_EMPTY 8                       /* empty slabs kept for the next cycle, per state */
 
 typedef struct block {
   struct block *next;
@@ -76,7 +76,8 @@ static void *slab_map(void) {
   if (p == MAP_FAILED) return NULL;
   char *aligned = (char *)(((uintptr_t)p + SLAB_SIZE - 1) & ~(uintptr_t)(SLAB_SIZE - 1));
   if (aligned > p) munmap(p, (size_t)(aligned - p));
-  if (aligned + SLAB_SIZE < p + 2 * SLAB_SIZE) munmap(aligned + SLAB_SIZE, (size_t)(p + 2 * SLAB_SIZE - (aligned + SLAB_SIZE)));
+  if (aligned + SLAB_SIZE < p + 2 * SLAB_SIZE)
+    munmap(aligned + SLAB_SIZE, (size_t)(p + 2 * SLAB_SIZE - (aligned + SLAB_SIZE)));
 #ifdef KG_LSAN_ROOTS
   __lsan_register_root_region(aligned, SLAB_SIZE);
 #endif

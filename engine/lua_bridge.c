@@ -101,7 +101,7 @@ static int no_exit(lua_State *L) {
  * keys are all integers from 1 is an array (nil holes as null) unless it is too sparse (the largest key above 10
  * and above twice the keys), any other is an object (number keys written as strings, in lua_next's order), an
  * empty table is {}. A cdata value is written by hooks.cdata (64-bit integers), anything else is an error. */
-#define KG_LUA_TCDATA 10 /* what lua_type says of a cdata in LuaJIT */
+#define KG_LUA_TCDATA     10 /* what lua_type says of a cdata in LuaJIT */
 #define KG_JSON_MAX_DEPTH 1000
 
 /* Object keys are cached by their place in the document (the Nth key of each document), since a topic's records
@@ -109,7 +109,7 @@ static int no_exit(lua_State *L) {
  * looking it up again (lua_pushlstring). Keys longer than the slot are not cached. Each string a slot is given gets
  * an id of the state's, which names that string for as long as the slot holds it. */
 #define KG_JSON_KEY_SLOTS 256
-#define KG_JSON_KEY_MAX 30
+#define KG_JSON_KEY_MAX   30
 typedef struct {
   uint8_t len; /* 0: empty slot (an empty key is not cached) */
   uint32_t id; /* the string's id (never 0) */
@@ -190,9 +190,9 @@ static int json_state_gc(lua_State *L) {
 /* The codec's state, hooks, cached keys, constants, cached shapes and cached metatables: upvalues 1 to 6 of each
  * function of the core. */
 static json_state_t *json_state(lua_State *L) { return *(json_state_t **)lua_touserdata(L, lua_upvalueindex(1)); }
-#define JSON_CONSTS lua_upvalueindex(4)
+#define JSON_CONSTS    lua_upvalueindex(4)
 #define JSON_SHAPE_MTS lua_upvalueindex(5)
-#define JSON_MT_REFS lua_upvalueindex(6)
+#define JSON_MT_REFS   lua_upvalueindex(6)
 #define JSON_NUPVALUES 6
 
 /* The constants' places in upvalue 4. */
@@ -213,10 +213,9 @@ enum {
   JC_NCONSTS = JC_S_MIXED
 };
 static const char *const json_const_names[] = {
-    [JC_K_TYPE] = "__jsontype", [JC_K_ORDER] = "__jsonorder", [JC_K_INDEX] = "__jsonindex",
-    [JC_K_AVRO] = "__jsonavro", [JC_K_FIELDS] = "fields",     [JC_K_ITEMS] = "items",
-    [JC_S_ARRAY] = "array",     [JC_S_OBJECT] = "object",     [JC_S_BYTES] = "bytes",
-    [JC_S_MIXED] = "mixed",
+    [JC_K_TYPE] = "__jsontype", [JC_K_ORDER] = "__jsonorder", [JC_K_INDEX] = "__jsonindex", [JC_K_AVRO] = "__jsonavro",
+    [JC_K_FIELDS] = "fields",   [JC_K_ITEMS] = "items",       [JC_S_ARRAY] = "array",       [JC_S_OBJECT] = "object",
+    [JC_S_BYTES] = "bytes",     [JC_S_MIXED] = "mixed",
 };
 
 static inline void json_push_const(lua_State *L, int k) { lua_rawgeti(L, JSON_CONSTS, k); }
@@ -324,9 +323,9 @@ static bool json_shape_find(lua_State *L, json_state_t *st) {
 /* Ends a new shape begun above the table of shapes and the text json_shape_find left: stores it, leaving only its
  * metatable. */
 static void json_shape_end(lua_State *L) {
-  lua_pop(L, 2);          /* shapes, text, metatable */
+  lua_pop(L, 2); /* shapes, text, metatable */
   lua_pushvalue(L, -1);
-  lua_insert(L, -4);      /* metatable, shapes, text, metatable */
+  lua_insert(L, -4); /* metatable, shapes, text, metatable */
   lua_rawset(L, -3);
   lua_pop(L, 1);
 }
@@ -763,7 +762,8 @@ static void json_write_object(lua_State *L, kg_buf_t *out, int idx, int depth, b
     }
     /* Keys the list does not have (added by a script) follow, sorted: they are looked for by a walk of the table
      * (a key added by any means, rawset included, is written), which a table known to have none is spared. */
-    if (depth == 0 && json_state(L)->closed) total = present;
+    if (depth == 0 && json_state(L)->closed)
+      total = present;
     else {
       lua_pushnil(L);
       while (lua_next(L, idx)) {
@@ -926,7 +926,9 @@ static void json_encode_value(lua_State *L, kg_buf_t *out, int idx, int depth, b
       luaL_error(L, "cannot encode as JSON: %s (JSON has no NaN or infinity)", lua_tostring(L, idx));
     }
     return;
-  case LUA_TBOOLEAN: kg_buf_append(out, lua_toboolean(L, idx) ? "true" : "false", lua_toboolean(L, idx) ? 4 : 5); return;
+  case LUA_TBOOLEAN:
+    kg_buf_append(out, lua_toboolean(L, idx) ? "true" : "false", lua_toboolean(L, idx) ? 4 : 5);
+    return;
   case LUA_TNIL: kg_buf_append(out, "null", 4); return;
   case LUA_TLIGHTUSERDATA:
     if (lua_touserdata(L, idx) == NULL) {
@@ -1032,15 +1034,13 @@ int kg_lua_open_json(lua_State *L) {
   lua_setfield(L, -2, "__mode");
   lua_setmetatable(L, -2);
   lua_rawseti(L, consts, JC_SHAPES);
-  lua_createtable(L, KG_JSON_SHAPE_SLOTS, 0); /* upvalue 5: the cached shapes' metatables */
+  lua_createtable(L, KG_JSON_SHAPE_SLOTS, 0);  /* upvalue 5: the cached shapes' metatables */
   lua_createtable(L, 3 * KG_JSON_MT_SLOTS, 0); /* upvalue 6: the metatables the encoder cached */
   static const struct {
     const char *name;
     lua_CFunction fn;
-  } fns[] = {{"decode", json_decode},
-             {"encode", json_encode},
-             {"encode_staged", json_encode_staged},
-             {"order", json_order}};
+  } fns[] = {
+      {"decode", json_decode}, {"encode", json_encode}, {"encode_staged", json_encode_staged}, {"order", json_order}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     for (int u = 1; u <= JSON_NUPVALUES; u++)
       lua_pushvalue(L, m + u);

@@ -34,6 +34,8 @@ enum {
   KG_EXIT_CONFIG = EX_CONFIG,   /* 78: the job is not valid (kingest validate says why); nothing was done */
 };
 
+/* The usages are laid out as they print, one line of output to a line of source. */
+/* clang-format off */
 #define KG_EXIT_TABLE                                                                                                  \
   "Exit status:\n"                                                                                                     \
   "  0  success: every partition was pulled to its high watermark and committed\n"                                     \
@@ -253,6 +255,7 @@ static const char *usage_version =
     "       kingest -V | --version\n"
     "\n"
     "Prints the version: kingest <version>.\n";
+/* clang-format on */
 
 /* Prints the error as one line on stderr, "kingest: MSG", and returns STATUS; a multi-line message (a traceback)
  * goes to the log first. In the JSON log format, one log line of level ERROR with the whole message and the exit
@@ -335,19 +338,19 @@ static const struct {
 };
 
 /* What a command takes. */
-#define OPTS_LOG (OPT_BIT(OPT_LOG_LEVEL) | OPT_BIT(OPT_LOG_FILE) | OPT_BIT(OPT_LOG_FORMAT))
-#define OPTS_RUN (OPT_BIT(OPT_WORK_DIR) | OPTS_LOG | OPT_BIT(OPT_STRICT))
-#define OPTS_PLAN (OPTS_RUN | OPT_BIT(OPT_JSON))
-#define OPTS_RUN_TASK (OPT_BIT(OPT_WORK_DIR) | OPTS_LOG)
-#define OPTS_STATE (OPT_BIT(OPT_WORK_DIR) | OPT_BIT(OPT_STATE_DIR) | OPTS_LOG)
-#define OPTS_STATE_SHOW (OPTS_STATE | OPT_BIT(OPT_JSON))
-#define OPTS_STATE_HISTORY (OPTS_STATE | OPT_BIT(OPT_JSON) | OPT_BIT(OPT_LIMIT))
+#define OPTS_LOG              (OPT_BIT(OPT_LOG_LEVEL) | OPT_BIT(OPT_LOG_FILE) | OPT_BIT(OPT_LOG_FORMAT))
+#define OPTS_RUN              (OPT_BIT(OPT_WORK_DIR) | OPTS_LOG | OPT_BIT(OPT_STRICT))
+#define OPTS_PLAN             (OPTS_RUN | OPT_BIT(OPT_JSON))
+#define OPTS_RUN_TASK         (OPT_BIT(OPT_WORK_DIR) | OPTS_LOG)
+#define OPTS_STATE            (OPT_BIT(OPT_WORK_DIR) | OPT_BIT(OPT_STATE_DIR) | OPTS_LOG)
+#define OPTS_STATE_SHOW       (OPTS_STATE | OPT_BIT(OPT_JSON))
+#define OPTS_STATE_HISTORY    (OPTS_STATE | OPT_BIT(OPT_JSON) | OPT_BIT(OPT_LIMIT))
 #define OPTS_STATE_SET_OFFSET (OPTS_STATE | OPT_BIT(OPT_DRY_RUN) | OPT_BIT(OPT_FORCE))
-#define OPTS_STATE_RESET (OPTS_STATE | OPT_BIT(OPT_DRY_RUN) | OPT_BIT(OPT_YES))
-#define OPTS_PROPERTIES (OPT_BIT(OPT_MARKDOWN))
-#define OPTS_VALIDATE (OPT_BIT(OPT_WORK_DIR) | OPTS_LOG | OPT_BIT(OPT_STRICT))
+#define OPTS_STATE_RESET      (OPTS_STATE | OPT_BIT(OPT_DRY_RUN) | OPT_BIT(OPT_YES))
+#define OPTS_PROPERTIES       (OPT_BIT(OPT_MARKDOWN))
+#define OPTS_VALIDATE         (OPT_BIT(OPT_WORK_DIR) | OPTS_LOG | OPT_BIT(OPT_STRICT))
 #define OPTS_TEST                                                                                                      \
-  (OPTS_VALIDATE | OPT_BIT(OPT_TOPIC) | OPT_BIT(OPT_PARTITION) | OPT_BIT(OPT_FORMAT) | OPT_BIT(OPT_KEY_SEPARATOR) |  \
+  (OPTS_VALIDATE | OPT_BIT(OPT_TOPIC) | OPT_BIT(OPT_PARTITION) | OPT_BIT(OPT_FORMAT) | OPT_BIT(OPT_KEY_SEPARATOR) |    \
    OPT_BIT(OPT_TIMESTAMP))
 
 typedef struct {
@@ -714,8 +717,8 @@ static int job_ref(const char *job, const kg_args_t *a, kg_job_ref_t *r, char *e
 
 /* The brokers' view of N stored partitions, when the job file names the brokers and they answer. */
 typedef struct {
-  bool known;             /* the brokers answered */
-  char error[KG_ERRLEN];  /* why not, when the job file names them */
+  bool known;            /* the brokers answered */
+  char error[KG_ERRLEN]; /* why not, when the job file names them */
   int64_t *earliest, *latest;
   const char **errors; /* per partition, NULL when answered */
 } kg_broker_view_t;
@@ -983,13 +986,15 @@ static int resolve_offset(const kg_job_ref_t *r, const char *topic, int32_t part
     if (!kg_parse_int64(spec + 1, &n) || n < 0)
       return kg_fail(err, KG_EINVAL, "invalid offset '%s': expected +N or -N with a whole number N", spec);
     if (!had_old)
-      return kg_fail(err, KG_EINVAL,
-                     "%s:%d has no stored offset in job %s, so '%s' has nothing to count from: give an absolute offset, "
-                     "earliest, latest or @TIME",
-                     topic, partition, r->job_name, spec);
+      return kg_fail(
+          err, KG_EINVAL,
+          "%s:%d has no stored offset in job %s, so '%s' has nothing to count from: give an absolute offset, "
+          "earliest, latest or @TIME",
+          topic, partition, r->job_name, spec);
     *offset = spec[0] == '+' ? old + n : old - n;
     if (*offset < 0)
-      return kg_fail(err, KG_EINVAL, "offset %s from the stored %lld would be %lld, below 0", spec, (long long)old, (long long)*offset);
+      return kg_fail(err, KG_EINVAL, "offset %s from the stored %lld would be %lld, below 0", spec, (long long)old,
+                     (long long)*offset);
   } else if (!needs_broker) {
     if (!kg_parse_int64(spec, offset) || *offset < 0)
       return kg_fail(err, KG_EINVAL,
@@ -1029,14 +1034,15 @@ static int resolve_offset(const kg_job_ref_t *r, const char *topic, int32_t part
     int64_t at = -1;
     rc = kg_kafka_offset_for_time(kafka, topic, partition, time_ms, &at, kerr);
     if (!rc) {
-      if (at < 0) KG_INFO("No record of %s:%d is as recent as %s: taking the latest offset", topic, partition, spec + 1);
+      if (at < 0)
+        KG_INFO("No record of %s:%d is as recent as %s: taking the latest offset", topic, partition, spec + 1);
       *offset = at < 0 ? latest : at;
     }
   }
   kg_kafka_destroy(kafka);
   if (rc)
-    return kg_fail(err, rc, "cannot check offset %s of %s:%d against the broker's range: %s%s", spec, topic,
-                   partition, kerr, needs_broker ? "" : " (--force sets it unchecked)");
+    return kg_fail(err, rc, "cannot check offset %s of %s:%d against the broker's range: %s%s", spec, topic, partition,
+                   kerr, needs_broker ? "" : " (--force sets it unchecked)");
   if (!strcmp(spec, "earliest")) *offset = earliest;
   if (!strcmp(spec, "latest")) *offset = latest;
   *range_checked = true;
@@ -1092,7 +1098,8 @@ static int state_set_offset(const kg_args_t *a, const kg_job_ref_t *r, kg_state_
   }
   kg_state_free_partitions(parts, n);
   bool checked = false;
-  if (!rc) rc = resolve_offset(r, topic, partition, a->positional[2], had, old, has(a, OPT_FORCE), &offset, &checked, err);
+  if (!rc)
+    rc = resolve_offset(r, topic, partition, a->positional[2], had, old, has(a, OPT_FORCE), &offset, &checked, err);
   if (!rc && !checked && !has(a, OPT_FORCE))
     KG_WARN("Offset %lld of %s:%d is not checked against the broker's range: %s is a job name, not a job file",
             (long long)offset, topic, partition, r->job_name);
@@ -1277,16 +1284,16 @@ int main(int argc, char **argv) {
       return 2;
     }
     const char *topic = argc > 2 ? argv[2] : "help";
-    const char *usage = !strcmp(topic, "run")                                 ? usage_run
-                        : !strcmp(topic, "plan")                              ? usage_plan
-                        : !strcmp(topic, "state")                             ? usage_state
-                        : !strcmp(topic, "properties")                        ? usage_properties
-                        : !strcmp(topic, "run-task")                          ? usage_run_task
-                        : !strcmp(topic, "validate")                          ? usage_validate
-                        : !strcmp(topic, "test")                              ? usage_test
-                        : !strcmp(topic, "version")                           ? usage_version
-                        : !strcmp(topic, "help")                              ? usage_main
-                                                                              : NULL;
+    const char *usage = !strcmp(topic, "run")          ? usage_run
+                        : !strcmp(topic, "plan")       ? usage_plan
+                        : !strcmp(topic, "state")      ? usage_state
+                        : !strcmp(topic, "properties") ? usage_properties
+                        : !strcmp(topic, "run-task")   ? usage_run_task
+                        : !strcmp(topic, "validate")   ? usage_validate
+                        : !strcmp(topic, "test")       ? usage_test
+                        : !strcmp(topic, "version")    ? usage_version
+                        : !strcmp(topic, "help")       ? usage_main
+                                                       : NULL;
     if (!usage) { /* help for a command that does not exist is a usage error, as the command itself is */
       fprintf(stderr, "kingest: unknown command %s\n%s", topic, usage_main);
       return 2;

@@ -72,8 +72,9 @@ static char *find_streaming_jar(const kg_config_t *c, char *errbuf) {
   char *jar = NULL;
   if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0) jar = kg_xstrdup(g.gl_pathv[g.gl_pathc - 1]);
   if (!jar)
-    kg_fail(errbuf, KG_EINVAL, "launcher.type=MAPREDUCE: no Hadoop Streaming jar at %s (from HADOOP_HOME); set "
-                               "mr.streaming.jar",
+    kg_fail(errbuf, KG_EINVAL,
+            "launcher.type=MAPREDUCE: no Hadoop Streaming jar at %s (from HADOOP_HOME); set "
+            "mr.streaming.jar",
             pattern);
   globfree(&g);
   free(pattern);
@@ -96,9 +97,10 @@ int kg_mr_check(const kg_config_t *c, kg_fs_t *fs, kg_fs_t *pub_fs, bool reach, 
                    "launcher.type=MAPREDUCE needs mr.job.root.dir: the folder on HDFS where each run keeps the maps' "
                    "input and task data");
   if (!strcmp(fs->scheme, "file"))
-    return kg_fail(errbuf, KG_EINVAL,
-                   "launcher.type=MAPREDUCE: the maps write to the writer's file system, and writer.fs.uri is the "
-                   "local disk of this machine: set writer.fs.uri (or fs.uri) to the cluster's HDFS, webhdfs://HOST:PORT");
+    return kg_fail(
+        errbuf, KG_EINVAL,
+        "launcher.type=MAPREDUCE: the maps write to the writer's file system, and writer.fs.uri is the "
+        "local disk of this machine: set writer.fs.uri (or fs.uri) to the cluster's HDFS, webhdfs://HOST:PORT");
   if (pub_fs != fs)
     return kg_fail(errbuf, KG_EINVAL,
                    "launcher.type=MAPREDUCE: data.publisher.fs.uri must be the writer's file system (the maps' output "
@@ -335,9 +337,9 @@ static void poller_note(poller_t *p, const char *line) {
 
 /* What the driver keeps of the Hadoop client's output: its last lines (at most TAIL_LINES of TAIL_LINE_BYTES, shown
  * up to TAIL_BYTES), the last that reads as an error, and the ids and addresses it names. All owned. */
-#define TAIL_LINES 20
+#define TAIL_LINES      20
 #define TAIL_LINE_BYTES 1024
-#define TAIL_BYTES 4096
+#define TAIL_BYTES      4096
 typedef struct {
   char *tail[TAIL_LINES]; /* a ring: the oldest at tail_next once it is full */
   size_t tail_next, tail_count;
@@ -398,8 +400,8 @@ static bool says_why(const char *line) {
   if (!strncmp(text, "at ", 3) || !strncmp(text, "... ", 4) || !strcmp(text, "Streaming Command Failed!") ||
       !strncmp(text, "Try -help", 9))
     return false;
-  static const char *const words[] = {"error", "exception", "failed", "not found", "cannot", "denied", "refused",
-                                      "no such", "unknown", "invalid", "unrecognized", NULL};
+  static const char *const words[] = {"error",   "exception", "failed",  "not found", "cannot",       "denied",
+                                      "refused", "no such",   "unknown", "invalid",   "unrecognized", NULL};
   for (const char *const *w = words; *w; w++)
     if (strcasestr(line, *w)) return true;
   return false;
@@ -681,7 +683,8 @@ static int read_results(const kg_mr_run_t *run, const char *output, char *errbuf
         kg_task_t *t = NULL;
         for (size_t k = 0; !rc && k < run->ntasks && !t; k++)
           if (!strcmp(run->tasks[k].spec.task_id, id)) t = &run->tasks[k];
-        if (!rc && !t) rc = kg_fail(errbuf, KG_EINVAL, "%s: a result of task %s, which this run does not have", what, id);
+        if (!rc && !t)
+          rc = kg_fail(errbuf, KG_EINVAL, "%s: a result of task %s, which this run does not have", what, id);
         if (!rc && (t->result.units || t->result.error[0]))
           rc = kg_fail(errbuf, KG_EINVAL, "%s: a second result of task %s", what, id);
         if (!rc) rc = kg_task_result_from_json(doc, t, what, errbuf);
@@ -791,8 +794,7 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
       arg(&a, kv);
       free(kv);
     }
-    KG_INFO("Submitting %zu tasks as a Hadoop Streaming job (%s, one map per task, input %s)", run->ntasks, jar,
-            input);
+    KG_INFO("Submitting %zu tasks as a Hadoop Streaming job (%s, one map per task, input %s)", run->ntasks, jar, input);
     int status = 0;
     client_t cl = {0};
     rc = run_client(a.items, c->progress_interval_ms, &status, stopped, &cl, errbuf);

@@ -24,9 +24,9 @@ void kg_metrics_add(kg_metrics_t *m, const char *name, double delta) {
 
 bool kg_metrics_is_engine(const char *name) {
   static const char *const engine[] = {
-      KG_M_RECORDS_READ,  KG_M_RECORDS_FAILED,    KG_M_EXTRACT_TIME,      KG_M_DECODE_ERRORS,      KG_M_CONVERTER_IN,
-      KG_M_CONVERTER_OUT, KG_M_RECORDS_WRITTEN,   KG_M_BYTES_WRITTEN,     KG_M_OFFSET_RESETS,      KG_M_QUARANTINED,
-      KG_M_SCRIPT_SKIPPED, KG_M_RECORDS_SKIPPED,  KG_M_REGISTRY_REQUESTS, KG_M_JOB_RECORDS_WRITTEN};
+      KG_M_RECORDS_READ,   KG_M_RECORDS_FAILED,  KG_M_EXTRACT_TIME,      KG_M_DECODE_ERRORS,      KG_M_CONVERTER_IN,
+      KG_M_CONVERTER_OUT,  KG_M_RECORDS_WRITTEN, KG_M_BYTES_WRITTEN,     KG_M_OFFSET_RESETS,      KG_M_QUARANTINED,
+      KG_M_SCRIPT_SKIPPED, KG_M_RECORDS_SKIPPED, KG_M_REGISTRY_REQUESTS, KG_M_JOB_RECORDS_WRITTEN};
   for (size_t i = 0; i < sizeof engine / sizeof engine[0]; i++)
     if (!strcmp(name, engine[i])) return true;
   return false;

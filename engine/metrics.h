@@ -4,21 +4,21 @@
 
 #include "kg_common.h"
 
-#define KG_M_RECORDS_READ    "gobblin.extractor.records.read"
-#define KG_M_RECORDS_FAILED  "gobblin.extractor.records.failed"
-#define KG_M_EXTRACT_TIME    "gobblin.extractor.extract.time"
-#define KG_M_DECODE_ERRORS   "num.of.decoding.errors"
-#define KG_M_CONVERTER_IN    "gobblin.converter.records.in"
-#define KG_M_CONVERTER_OUT   "gobblin.converter.records.out"
-#define KG_M_RECORDS_WRITTEN "gobblin.writer.records.written"
-#define KG_M_BYTES_WRITTEN   "gobblin.writer.bytes.written"
-#define KG_M_OFFSET_RESETS   "kafka.offset.resets"
-#define KG_M_QUARANTINED     "num.of.quarantined.records"
-#define KG_M_SCRIPT_SKIPPED  "num.of.skipped.records" /* failed in the script and skipped */
-#define KG_M_RECORDS_SKIPPED "kafka.records.skipped"
-#define KG_M_TOMBSTONES      "kafka.records.tombstones" /* Avro records with a null payload: deleted, not written */
-#define KG_M_REGISTRY_REQUESTS "kafka.schema.registry.requests" /* requests sent to the schema registry */
-#define KG_M_JOB_RECORDS_WRITTEN "job.records.written" /* the job's: records written by all its tasks */
+#define KG_M_RECORDS_READ        "gobblin.extractor.records.read"
+#define KG_M_RECORDS_FAILED      "gobblin.extractor.records.failed"
+#define KG_M_EXTRACT_TIME        "gobblin.extractor.extract.time"
+#define KG_M_DECODE_ERRORS       "num.of.decoding.errors"
+#define KG_M_CONVERTER_IN        "gobblin.converter.records.in"
+#define KG_M_CONVERTER_OUT       "gobblin.converter.records.out"
+#define KG_M_RECORDS_WRITTEN     "gobblin.writer.records.written"
+#define KG_M_BYTES_WRITTEN       "gobblin.writer.bytes.written"
+#define KG_M_OFFSET_RESETS       "kafka.offset.resets"
+#define KG_M_QUARANTINED         "num.of.quarantined.records"
+#define KG_M_SCRIPT_SKIPPED      "num.of.skipped.records" /* failed in the script and skipped */
+#define KG_M_RECORDS_SKIPPED     "kafka.records.skipped"
+#define KG_M_TOMBSTONES          "kafka.records.tombstones" /* Avro records with a null payload: deleted, not written */
+#define KG_M_REGISTRY_REQUESTS   "kafka.schema.registry.requests" /* requests sent to the schema registry */
+#define KG_M_JOB_RECORDS_WRITTEN "job.records.written"            /* the job's: records written by all its tasks */
 
 /* A set of named values (counts, and the rates and statistics of script meters and histograms). Not
  * thread-safe: each task owns its own, the job merges them at the end (merging adds values up). */

@@ -13,16 +13,16 @@
  * there, and the files already closed by rolling (writer.file.max.size, writer.file.max.records), which wait in
  * task staging for the task's end. */
 typedef struct {
-  char *file_path;    /* the folder under staging, task output and the final dir: FP, FP/<time folder>, or
-                         FP/_errors for quarantined records; owned */
-  const char *ext;    /* file extension */
-  bool quarantine;    /* JSON lines of failed records, not the job's output format */
-  bool rolls;         /* rolling is on: file names carry their number */
-  int number;         /* the number of the file being written (rolling) */
-  char *name;         /* its name, part.<taskId>[.<number>].<ext>; owned */
-  char *staging;      /* its path in task staging; owned */
+  char *file_path; /* the folder under staging, task output and the final dir: FP, FP/<time folder>, or
+                      FP/_errors for quarantined records; owned */
+  const char *ext; /* file extension */
+  bool quarantine; /* JSON lines of failed records, not the job's output format */
+  bool rolls;      /* rolling is on: file names carry their number */
+  int number;      /* the number of the file being written (rolling) */
+  char *name;      /* its name, part.<taskId>[.<number>].<ext>; owned */
+  char *staging;   /* its path in task staging; owned */
   kg_writer_t *writer;
-  char **closed;      /* names of the files closed by rolling, in staging; owned */
+  char **closed; /* names of the files closed by rolling, in staging; owned */
   size_t nclosed;
   int64_t closed_records, closed_bytes; /* what they hold */
   const char *schema; /* Avro: the files' schema (borrowed), SCHEMA_LEN bytes; NULL: writer.avro.schema */
@@ -317,8 +317,7 @@ static int first_write(kg_outputs_t *run, const kg_record_t *record, size_t idx)
   return KG_OK;
 }
 
-static int emit(kg_outputs_t *run, const kg_record_t *record, double time, const char *data, size_t len,
-                bool checked) {
+static int emit(kg_outputs_t *run, const kg_record_t *record, double time, const char *data, size_t len, bool checked) {
   if (run->write_rc) return run->write_rc;
   size_t idx = output_of(run, record, time);
   if ((run->write_rc = first_write(run, record, idx))) return run->write_rc;

@@ -11,7 +11,7 @@
 typedef struct {
   char letter; /* 0 for literal text */
   int count;
-  char *text;  /* literal text, owned */
+  char *text; /* literal text, owned */
 } piece_t;
 
 /* From UNTIL (seconds since the epoch, UTC) the zone's offset is OFFSET seconds, up to the next entry. */
@@ -82,10 +82,11 @@ static int parse_pattern(kg_partitioner_t *p, const char *pattern, char *errbuf)
     if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) {
       if (!strchr(FIELD_LETTERS, ch)) {
         kg_buf_free(&lit);
-        return kg_fail(errbuf, KG_EINVAL,
-                       "pattern '%s': unknown letter '%c' at position %zu (the letters are y M d H h k K m s S D E a, as "
-                       "in Joda-Time; put other text in single quotes)",
-                       pattern, ch, i + 1);
+        return kg_fail(
+            errbuf, KG_EINVAL,
+            "pattern '%s': unknown letter '%c' at position %zu (the letters are y M d H h k K m s S D E a, as "
+            "in Joda-Time; put other text in single quotes)",
+            pattern, ch, i + 1);
       }
       if (lit.len) {
         add_piece(p, 0, 0, kg_xstrndup(lit.data, lit.len));

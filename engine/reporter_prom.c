@@ -131,7 +131,7 @@ typedef struct {
   const kg_report_t *report;
   int64_t now_ms;
   size_t ntasks;
-  int64_t read, written, bytes; /* records read and written, bytes written */
+  int64_t read, written, bytes;         /* records read and written, bytes written */
   int64_t last_run_ms, last_success_ms; /* 0: none known */
   /* The final report's. */
   const char *result;
@@ -173,7 +173,8 @@ static void total_metrics(prom_text_t *t, const prom_run_t *run) {
   counter(t, "kingest_records_skipped_total", "Records that failed in the script and were skipped, in every run",
           (double)run->totals.skipped);
   counter(t, "kingest_records_quarantined_total",
-          "Records that failed in the script and went to <path>/_errors, in every run", (double)run->totals.quarantined);
+          "Records that failed in the script and went to <path>/_errors, in every run",
+          (double)run->totals.quarantined);
   counter(t, "kingest_records_deleted_total",
           "Records deleted from Kafka before a run could read them (never read), in every run",
           (double)run->totals.deleted);
@@ -263,10 +264,11 @@ static const struct {
 
 static void partition_metrics(prom_text_t *t, const prom_run_t *run) {
   if (!run->nparts) return;
-  char (*numbers)[16] = kg_xcalloc(run->nparts, sizeof *numbers);
+  char(*numbers)[16] = kg_xcalloc(run->nparts, sizeof *numbers);
   for (size_t i = 0; i < run->nparts; i++)
     snprintf(numbers[i], sizeof numbers[i], "%d", run->parts[i].wu->partition);
-#define PART_LABELS(i) {"topic", run->parts[i].wu->topic, "partition", numbers[i], NULL}
+#define PART_LABELS(i)                                                                                                 \
+  { "topic", run->parts[i].wu->topic, "partition", numbers[i], NULL }
   for (size_t f = 0; f < sizeof partition_counts / sizeof partition_counts[0]; f++) {
     family(t, partition_counts[f].name, "gauge", partition_counts[f].help);
     for (size_t i = 0; i < run->nparts; i++) {
@@ -385,8 +387,8 @@ static void script_meter(prom_text_t *t, const kg_metrics_t *m, const char *orig
   double count = 0, rate = 0;
   find(m, original, ".count", &count);
   find(m, original, ".meanRate", &rate);
-  char *help = kg_xasprintf("Script meter \"%s\" (ctx.metrics): events marked in the run, summed over its tasks",
-                            original);
+  char *help =
+      kg_xasprintf("Script meter \"%s\" (ctx.metrics): events marked in the run, summed over its tasks", original);
   gauge(t, name, help, count);
   free(help);
   char *rate_name = kg_xasprintf("%s_mean_rate", name);
@@ -430,9 +432,7 @@ static void script_histogram(prom_text_t *t, const prom_run_t *run, const char *
   use_name(t, count_name);
   free(sum_name);
   free(count_name);
-  static const struct {
-    const char *suffix, *what;
-  } extremes[] = {{".min", "smallest"}, {".max", "largest"}};
+  static const struct { const char *suffix, *what; } extremes[] = {{".min", "smallest"}, {".max", "largest"}};
   for (size_t e = 0; e < sizeof extremes / sizeof extremes[0]; e++) {
     char *extreme_name = kg_xasprintf("%s_%s", name, extremes[e].suffix + 1);
     bool any = false;
@@ -440,8 +440,8 @@ static void script_histogram(prom_text_t *t, const prom_run_t *run, const char *
       double v;
       if (!find(&run->tasks[k].result.metrics, original, extremes[e].suffix, &v)) continue;
       if (!any) {
-        help = kg_xasprintf("Script histogram \"%s\" (ctx.metrics): the %s value, per task", original,
-                            extremes[e].what);
+        help =
+            kg_xasprintf("Script histogram \"%s\" (ctx.metrics): the %s value, per task", original, extremes[e].what);
         family(t, extreme_name, "gauge", help);
         free(help);
         any = true;

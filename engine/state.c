@@ -797,9 +797,9 @@ int kg_state_history_json(kg_state_t *s, kg_buf_t *out, int limit, char *errbuf)
       " ORDER BY time_ms DESC LIMIT ?";
   if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(s, errbuf, "cannot read the history");
   sqlite3_bind_int(st, 1, limit > 0 ? limit : -1);
-  static const char *const run_fields[] = {"kind",    "time_ms", "job_id",  "ended_ms",    "result",  "records_read",
-                                           "records_written", "bytes_written", "skipped", "quarantined", "deleted",
-                                           "message"};
+  static const char *const run_fields[] = {"kind",    "time_ms",      "job_id",          "ended_ms",
+                                           "result",  "records_read", "records_written", "bytes_written",
+                                           "skipped", "quarantined",  "deleted",         "message"};
   static const char *const change_fields[] = {"command", "topic", "partition", "old_offset", "new_offset"};
   kg_buf_append(out, "[", 1);
   bool first = true;

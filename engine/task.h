@@ -17,20 +17,20 @@
 
 /* What a task did with one work unit. */
 typedef struct {
-  int64_t actual_high; /* the next offset after what was pulled */
-  int64_t records;     /* records pulled (read from Kafka within the range) */
-  int64_t bytes;       /* payload bytes pulled */
-  int64_t elapsed_ms;  /* from the start of the partition to its end */
+  int64_t actual_high;   /* the next offset after what was pulled */
+  int64_t records;       /* records pulled (read from Kafka within the range) */
+  int64_t bytes;         /* payload bytes pulled */
+  int64_t elapsed_ms;    /* from the start of the partition to its end */
   int64_t decode_errors; /* records that failed in the script (decodeRecord or a converter) */
   int64_t skipped;       /* of those, the ones skipped (decode.error.policy=skip) */
   int64_t quarantined;   /* and the ones written to <FP>/_errors (decode.error.policy=quarantine) */
   int64_t deleted;       /* records deleted under the reader and skipped by the reset policy (never read) */
   int64_t tombstones;    /* Avro records with a null payload (deleted records), read and not written */
   int64_t written;       /* records the writer took from this partition's records (a script may filter and split) */
-  bool fetch_failed;   /* the fetch stopped with an error before the high watermark */
+  bool fetch_failed;     /* the fetch stopped with an error before the high watermark */
   char fetch_error[KG_ERRLEN]; /* what stopped it, when fetch_failed: the client's error, naming the brokers */
-  bool premature_stop; /* an extract limit or a stop signal ended the unit before its high watermark */
-  bool stopped;        /* a stop signal (SIGTERM, SIGINT) ended it */
+  bool premature_stop;         /* an extract limit or a stop signal ended the unit before its high watermark */
+  bool stopped;                /* a stop signal (SIGTERM, SIGINT) ended it */
   char stop_reason[160];
   kg_fingerprint_t last; /* the last record pulled (set when records > 0): tells a recreated log next run */
 } kg_unit_result_t;
@@ -45,9 +45,9 @@ typedef struct {
 /* What a task is asked to do: set by the job before the task runs, read-only while it runs. */
 typedef struct {
   int index;
-  char *task_id;                 /* task_<job>_<epoch ms>_<index>; owned */
-  const kg_config_t *config;     /* borrowed from the job */
-  kg_workunit_t **units;         /* the array is owned, the units borrowed from the job's plan; pulled in order */
+  char *task_id;             /* task_<job>_<epoch ms>_<index>; owned */
+  const kg_config_t *config; /* borrowed from the job */
+  kg_workunit_t **units;     /* the array is owned, the units borrowed from the job's plan; pulled in order */
   size_t nunits;
   const char *job_dir;           /* <task.data.root.dir>/<job>/<jobId>; borrowed */
   const char *extract_id;        /* for writer.file.path.type=default; borrowed */

@@ -242,8 +242,7 @@ static int print_text(const char *path, kg_codec_t codec, FILE *out, char *errbu
     while (zin.pos < zin.size && rc == EX_OK) {
       ZSTD_outBuffer zout = {buf, sizeof buf, 0};
       size_t r = ZSTD_decompressStream(z, &zout, &zin);
-      if (ZSTD_isError(r))
-        rc = kg_fail(errbuf, EX_IOERR, "cannot decompress %s: %s", path, ZSTD_getErrorName(r));
+      if (ZSTD_isError(r)) rc = kg_fail(errbuf, EX_IOERR, "cannot decompress %s: %s", path, ZSTD_getErrorName(r));
       fwrite(buf, 1, zout.pos, out);
     }
     ZSTD_freeDStream(z);
@@ -359,10 +358,9 @@ static int print_files(const kg_config_t *c, const kg_task_spec_t *spec, const k
     report(o, KG_LOG_INFO, "output file %s", f->final);
     int64_t records = 0;
     rc = spec->writer == &kg_writer_avro ? print_avro(f->output, o->out, &records, errbuf)
-                                          : print_text(f->output, c->codec, o->out, errbuf);
+                                         : print_text(f->output, c->codec, o->out, errbuf);
   }
-  if (rc == EX_OK && fflush(o->out))
-    rc = kg_fail(errbuf, EX_IOERR, "cannot write to stdout: %s", strerror(errno));
+  if (rc == EX_OK && fflush(o->out)) rc = kg_fail(errbuf, EX_IOERR, "cannot write to stdout: %s", strerror(errno));
   return rc;
 }
 

@@ -19,8 +19,8 @@ int kg_tryout_validate(const kg_config_t *config, FILE *out, char *errbuf);
 
 /* How `kingest test` reads its records. */
 typedef enum {
-  KG_TRYOUT_LINES = 0,        /* one record a line, without its newline */
-  KG_TRYOUT_LENGTH_PREFIXED,  /* a 4-byte big-endian length, then that many bytes; 0xFFFFFFFF: a null payload */
+  KG_TRYOUT_LINES = 0,       /* one record a line, without its newline */
+  KG_TRYOUT_LENGTH_PREFIXED, /* a 4-byte big-endian length, then that many bytes; 0xFFFFFFFF: a null payload */
 } kg_tryout_format_t;
 
 typedef struct {

@@ -18,14 +18,14 @@ typedef struct {
   char *delimiter; /* DELIMITER_LEN bytes, owned */
   size_t delimiter_len;
   bool prepend_size;
-  kg_codec_t codec;  /* KG_CODEC_NULL, _GZIP or _ZSTD */
+  kg_codec_t codec; /* KG_CODEC_NULL, _GZIP or _ZSTD */
   size_t block_bytes;
-  kg_buf_t pending;  /* records since they were last handed to the compressor */
-  size_t mark;       /* PENDING's length at the last mark */
-  kg_buf_t out;      /* compressed bytes, reused */
-  z_stream z;        /* gzip */
+  kg_buf_t pending; /* records since they were last handed to the compressor */
+  size_t mark;      /* PENDING's length at the last mark */
+  kg_buf_t out;     /* compressed bytes, reused */
+  z_stream z;       /* gzip */
   bool z_ready;
-  ZSTD_CCtx *zstd;   /* zstd */
+  ZSTD_CCtx *zstd; /* zstd */
 } simple_t;
 
 static int simple_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf) {

@@ -48,10 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* ---- the task layer ------------------------------------------------------------------------------------------ */
 
 /* A job whose every decision shows in a record's bytes: a null value or one starting with '#' is dropped by
- * decodeRecord, one starting with '!' fails there; '*' fans out to the value and the value with '@' added (so that the second fails
- * after the first was written, and must be taken back); an output of
- * length 3 modulo 7 is dropped by the second converter; the third fails on an output ending with '@'. Failures are
- * quarantined (or skipped, for the second task), with no budget; files roll every 50 records. */
+ * decodeRecord, one starting with '!' fails there; '*' fans out to the value and the value with '@' added (so that the
+ * second fails after the first was written, and must be taken back); an output of length 3 modulo 7 is dropped by the
+ * second converter; the third fails on an output ending with '@'. Failures are quarantined (or skipped, for the second
+ * task), with no budget; files roll every 50 records. */
 static const char *task_job =
     "local gobblin = require('gobblin')\n"
     "return {\n"
@@ -104,12 +104,17 @@ static void task_path_open(task_path_t *t, const char *policy) {
   const kg_writer_ops_t *writer = NULL;
   snprintf(t->job_dir, sizeof t->job_dir, "/tmp/kg-fuzz-task-XXXXXX");
   if (!mkdtemp(t->job_dir) || kg_jobfile_load(task_job_file, &props, &is_lua, err) ||
-      kg_config_new(props, task_job_file, is_lua, t->job_dir, &t->config, err) || kg_job_check(t->config, &writer, err)) {
+      kg_config_new(props, task_job_file, is_lua, t->job_dir, &t->config, err) ||
+      kg_job_check(t->config, &writer, err)) {
     fprintf(stderr, "fuzz_record: the task's job: %s\n", err);
     abort();
   }
-  t->wu = (kg_workunit_t){.topic = kg_xstrdup("fuzz"), .partition = 0, .low = 0, .high = INT64_MAX / 2,
-                          .earliest = 0, .latest = INT64_MAX / 2};
+  t->wu = (kg_workunit_t){.topic = kg_xstrdup("fuzz"),
+                          .partition = 0,
+                          .low = 0,
+                          .high = INT64_MAX / 2,
+                          .earliest = 0,
+                          .latest = INT64_MAX / 2};
   t->task.spec = (kg_task_spec_t){.task_id = kg_xstrdup("task_FuzzTask_1_0"),
                                   .config = t->config,
                                   .units = kg_xmalloc(sizeof(kg_workunit_t *)),

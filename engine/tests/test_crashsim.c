@@ -15,7 +15,7 @@
 #include "fs.h"
 #include "test.h"
 
-#define CUT_STATUS 99
+#define CUT_STATUS   99
 #define TRASH_PREFIX ".kg-powercut-trash."
 
 static char base[256]; /* the test's folder; each scenario works in a fresh DIR under it */
@@ -97,7 +97,7 @@ static int trash_left(const char *at) {
 
 typedef struct {
   const char *name;
-  void (*prepare)(void);            /* what is on the disk before the run, durable (plain system calls) */
+  void (*prepare)(void);             /* what is on the disk before the run, durable (plain system calls) */
   void (*run)(kg_fs_t *fs, char *e); /* the run's operations, through the simulator */
 } scenario_t;
 
@@ -105,7 +105,7 @@ typedef struct {
 #define MUST(cond)                                                                                                     \
   do {                                                                                                                 \
     if (!(cond)) {                                                                                                     \
-      fprintf(stderr, "%s:%d: in the child: %s failed: %s\n", __FILE__, __LINE__, #cond, e);                          \
+      fprintf(stderr, "%s:%d: in the child: %s failed: %s\n", __FILE__, __LINE__, #cond, e);                           \
       _exit(1);                                                                                                        \
     }                                                                                                                  \
   } while (0)

@@ -177,9 +177,20 @@ static void check_read(const char *s) {
 }
 
 static void test_numbers(void) {
-  static const char *cases[] = {"0", "-0", "0.5", "1e22", "1e23", "9007199254740993.5", "2.2250738585072011e-308",
-                                "4.9e-324", "1.7976931348623157e308", "0.1e-22", "123456789e-30", "1e-22",
-                                "100000000000000000000000000e-5", "0.000000000000000000000000000000001"};
+  static const char *cases[] = {"0",
+                                "-0",
+                                "0.5",
+                                "1e22",
+                                "1e23",
+                                "9007199254740993.5",
+                                "2.2250738585072011e-308",
+                                "4.9e-324",
+                                "1.7976931348623157e308",
+                                "0.1e-22",
+                                "123456789e-30",
+                                "1e-22",
+                                "100000000000000000000000000e-5",
+                                "0.000000000000000000000000000000001"};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_read(cases[i]);
   srand(22);
@@ -302,11 +313,25 @@ static void test_utf8_valid(void) {
     const char *s;
     bool valid;
   } cases[] = {
-      {"", true},           {"plain", true},         {"\xc3\xa9", true},       {"\xe2\x82\xac", true},
-      {"\xf0\x9f\x98\x80", true}, {"\xf4\x8f\xbf\xbf", true}, {"\xef\xbf\xbf", true},   {"\x7f", true},
-      {"\x80", false},       {"\xc3", false},          {"\xc3\x28", false},      {"\xc0\x80", false},
-      {"\xe0\x80\x80", false}, {"\xed\xa0\x80", false},    {"\xf4\x90\x80\x80", false}, {"\xf8\x88\x80\x80\x80", false},
-      {"\xff", false},       {"a\xe2\x82", false},      {"\xf0\x9f\x98", false},
+      {"", true},
+      {"plain", true},
+      {"\xc3\xa9", true},
+      {"\xe2\x82\xac", true},
+      {"\xf0\x9f\x98\x80", true},
+      {"\xf4\x8f\xbf\xbf", true},
+      {"\xef\xbf\xbf", true},
+      {"\x7f", true},
+      {"\x80", false},
+      {"\xc3", false},
+      {"\xc3\x28", false},
+      {"\xc0\x80", false},
+      {"\xe0\x80\x80", false},
+      {"\xed\xa0\x80", false},
+      {"\xf4\x90\x80\x80", false},
+      {"\xf8\x88\x80\x80\x80", false},
+      {"\xff", false},
+      {"a\xe2\x82", false},
+      {"\xf0\x9f\x98", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     if (kg_jc_utf8_valid(cases[i].s, strlen(cases[i].s)) != cases[i].valid) {
@@ -328,10 +353,10 @@ static void test_write_decimal(void) {
       {"\x00", 1, 3, "0.000"},
       {"\x01", 1, 0, "1"},
       {"\x7f", 1, 2, "1.27"},
-      {"\x4b\x3b\x4c\xa8\x5a\x86\xc4\x7a\x09\x8a\x22\x3f\xff\xff\xff\xff",
-       16, 2, "999999999999999999999999999999999999.99"},
-      {"\xb4\xc4\xb3\x57\xa5\x79\x3b\x85\xf6\x75\xdd\xc0\x00\x00\x00\x01",
-       16, 10, "-9999999999999999999999999999.9999999999"},
+      {"\x4b\x3b\x4c\xa8\x5a\x86\xc4\x7a\x09\x8a\x22\x3f\xff\xff\xff\xff", 16, 2,
+       "999999999999999999999999999999999999.99"},
+      {"\xb4\xc4\xb3\x57\xa5\x79\x3b\x85\xf6\x75\xdd\xc0\x00\x00\x00\x01", 16, 10,
+       "-9999999999999999999999999999.9999999999"},
       {"\x80\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
        "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
        32, 0, "-57896044618658097711785492504343953926634992332820282019728792003956564819968"},
@@ -369,8 +394,8 @@ static void test_write_decimal(void) {
     char want[64], digits[32];
     snprintf(digits, sizeof digits, "%0*" PRIu64, (int)scale + 1, mag);
     size_t nd = strlen(digits);
-    snprintf(want, sizeof want, "%s%.*s%s%s", negative ? "-" : "", (int)(nd - (size_t)scale), digits,
-             scale ? "." : "", digits + nd - scale);
+    snprintf(want, sizeof want, "%s%.*s%s%s", negative ? "-" : "", (int)(nd - (size_t)scale), digits, scale ? "." : "",
+             digits + nd - scale);
     out.len = 0;
     CHECK(kg_jc_write_decimal(&out, b, n, scale));
     if (strcmp(out.data, want)) {
@@ -427,8 +452,9 @@ static unsigned rnd(unsigned n) {
   return (unsigned)(rnd_state % n);
 }
 static void random_value(kg_buf_t *out, int depth) {
-  static const char *const keys[] = {"id", "a", "zz", "user", "", "ts", "k\\\"q",
-                                     "a_key_longer_than_thirty_bytes_for_sure", "tags", "attrs", "b", "score"};
+  static const char *const keys[] = {"id",   "a",     "zz",     "user",
+                                     "",     "ts",    "k\\\"q", "a_key_longer_than_thirty_bytes_for_sure",
+                                     "tags", "attrs", "b",      "score"};
   unsigned r = rnd(depth > 3 ? 4 : 7);
   switch (r) {
   case 0: kg_buf_appendf(out, "%d", (int)rnd(2001) - 1000); return;
@@ -485,8 +511,7 @@ static void test_lua_round_trip(void) {
       {"return core.encode(setmetatable({}, core.object_mt))", "{}"},
       {"return core.encode(setmetatable({ b = 1, a = 2, c = 3 }, core.order({ 'c', 'a' })))",
        "{\"c\":3,\"a\":2,\"b\":1}"},
-      {"local t = core.decode('{\"z\":[],\"y\":{}}'); t.x = 1; t.y = nil; return core.encode(t)",
-       "{\"z\":[],\"x\":1}"},
+      {"local t = core.decode('{\"z\":[],\"y\":{}}'); t.x = 1; t.y = nil; return core.encode(t)", "{\"z\":[],\"x\":1}"},
       {"return tostring(getmetatable(core.decode('{\"p\":1,\"q\":2}')) == core.order({ 'p', 'q' }))", "true"},
   };
   for (size_t i = 0; i < sizeof marked / sizeof marked[0]; i++) {

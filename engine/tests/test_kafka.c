@@ -162,8 +162,9 @@ static void check_offsets(const taken_t *t, int64_t from, int n) {
   int wrong = 0;
   for (int i = 0; i < t->n && i < n; i++)
     if (t->offsets[i] != from + i) {
-      if (!wrong++) fprintf(stderr, "record %d of the takes is at offset %lld, not %lld\n", i, (long long)t->offsets[i],
-                            (long long)(from + i));
+      if (!wrong++)
+        fprintf(stderr, "record %d of the takes is at offset %lld, not %lld\n", i, (long long)t->offsets[i],
+                (long long)(from + i));
     }
   CHECK_INT(wrong, 0);
   CHECK_INT(t->errors, 0);
@@ -205,8 +206,8 @@ static void *produce_later(void *arg) {
 }
 
 static void later_start(later_t *job, const char *topic, int from, int n) {
-  *job = (later_t){.mutex = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .topic = topic, .from = from,
-                   .n = n};
+  *job = (later_t){
+      .mutex = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .topic = topic, .from = from, .n = n};
   CHECK_INT(pthread_create(&job->thread, NULL, produce_later, job), 0);
 }
 

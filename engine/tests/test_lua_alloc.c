@@ -46,15 +46,16 @@ static void test_compute(void) {
             "6252500");
   /* A million short-lived strings that look alike, as records do, with a few kept: interning finds the kept
    * ones again. */
-  CHECK_STR(run(L, "local kept = {}\n"
-                   "for i = 1, 1000000 do\n"
-                   "  local s = string.format('{\"id\":%d,\"user\":\"user-%06d\",\"score\":%.3f}', i, i % 1000, i / 7)\n"
-                   "  if i % 100000 == 0 then kept[#kept + 1] = s end\n"
-                   "end\n"
-                   "collectgarbage()\n"
-                   "local again = string.format('{\"id\":%d,\"user\":\"user-%06d\",\"score\":%.3f}', 500000, 0, 500000 / 7)\n"
-                   "return #kept .. ' ' .. tostring(kept[5] == again)"),
-            "10 true");
+  CHECK_STR(
+      run(L, "local kept = {}\n"
+             "for i = 1, 1000000 do\n"
+             "  local s = string.format('{\"id\":%d,\"user\":\"user-%06d\",\"score\":%.3f}', i, i % 1000, i / 7)\n"
+             "  if i % 100000 == 0 then kept[#kept + 1] = s end\n"
+             "end\n"
+             "collectgarbage()\n"
+             "local again = string.format('{\"id\":%d,\"user\":\"user-%06d\",\"score\":%.3f}', 500000, 0, 500000 / 7)\n"
+             "return #kept .. ' ' .. tostring(kept[5] == again)"),
+      "10 true");
   kg_lua_state_close(L);
 }
 

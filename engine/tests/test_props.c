@@ -300,9 +300,10 @@ static void test_unknown_keys(void) {
   CHECK_CONTAINS(log, "WARN job.pull:8: converter.classes=gobblin.converter.avro.JsonIntermediateToAvroConverter is "
                       "not implemented: records are written as the source gives them; converters are Lua functions "
                       "(converters in a job.lua)\n");
-  CHECK_CONTAINS(log, "WARN job.pull:9: metrics.reporting.kafka.enabled=true is not implemented: metrics go to the "
-                      "metrics file (metrics.reporting.file.enabled) and to Prometheus (metrics.reporting.prometheus.file, "
-                      "metrics.reporting.prometheus.pushgateway.url)\n");
+  CHECK_CONTAINS(log,
+                 "WARN job.pull:9: metrics.reporting.kafka.enabled=true is not implemented: metrics go to the "
+                 "metrics file (metrics.reporting.file.enabled) and to Prometheus (metrics.reporting.prometheus.file, "
+                 "metrics.reporting.prometheus.pushgateway.url)\n");
   CHECK_CONTAINS(log, "WARN job.pull:10: fork.branches=2 is not implemented: every record goes to one branch: one "
                       "writer, one output\n");
   CHECK_CONTAINS(log, "WARN job.pull:11: qualitychecker.task.policies=gobblin.policies.count.RowCountPolicy is not "
@@ -328,12 +329,13 @@ static void test_unknown_keys(void) {
   CHECK_INT(config_logged(strict, &c, err, KG_LOG_INFO, log, sizeof log), KG_EINVAL);
   free(strict);
   CHECK(c == NULL);
-  CHECK_STR(err, "job.pull:18: job.strict=true refuses 11 properties that kingest does not know or implement (each is "
-                 "logged above): job.pull:6: writer.staging.dir, job.pull:7: writer.output.dir, job.pull:8: "
-                 "converter.classes, job.pull:9: metrics.reporting.kafka.enabled, job.pull:10: fork.branches, job.pull:11: "
-                 "qualitychecker.task.policies, job.pull:12: metrics.reporting.graphite.enabled, job.pull:13: job.schedule, "
-                 "job.pull:14: data.publisher.replace.final.dir, job.pull:15: gobblin.custom.setting, job.pull:16: "
-                 "writer.staging.dirr");
+  CHECK_STR(err,
+            "job.pull:18: job.strict=true refuses 11 properties that kingest does not know or implement (each is "
+            "logged above): job.pull:6: writer.staging.dir, job.pull:7: writer.output.dir, job.pull:8: "
+            "converter.classes, job.pull:9: metrics.reporting.kafka.enabled, job.pull:10: fork.branches, job.pull:11: "
+            "qualitychecker.task.policies, job.pull:12: metrics.reporting.graphite.enabled, job.pull:13: job.schedule, "
+            "job.pull:14: data.publisher.replace.final.dir, job.pull:15: gobblin.custom.setting, job.pull:16: "
+            "writer.staging.dirr");
   CHECK_CONTAINS(log, "ERROR job.pull:6: writer.staging.dir=/tmp/staging is not implemented: staging files go under "
                       "task.data.root.dir\n");
   CHECK_CONTAINS(log, "ERROR job.pull:16: unknown property writer.staging.dirr; did you mean writer.staging.dir?\n");
@@ -353,9 +355,10 @@ static void test_unknown_keys(void) {
   c = NULL;
   CHECK_CONTAINS(log, "WARN job.pull:2: job.disabled=TRUE is not implemented: kingest runs the job whenever `kingest "
                       "run` starts it\n");
-  CHECK_CONTAINS(log, "WARN job.pull:3: metrics.reporting.jmx.enabled=true is not implemented: metrics go to the "
-                      "metrics file (metrics.reporting.file.enabled) and to Prometheus (metrics.reporting.prometheus.file, "
-                      "metrics.reporting.prometheus.pushgateway.url)\n");
+  CHECK_CONTAINS(log,
+                 "WARN job.pull:3: metrics.reporting.jmx.enabled=true is not implemented: metrics go to the "
+                 "metrics file (metrics.reporting.file.enabled) and to Prometheus (metrics.reporting.prometheus.file, "
+                 "metrics.reporting.prometheus.pushgateway.url)\n");
   CHECK_CONTAINS(log, "WARN job.pull:4: job.runonce=false is not implemented: kingest runs the job once per `kingest "
                       "run`; schedule that with cron or a systemd timer\n");
   CHECK_CONTAINS(log, "WARN job.pull:5: extract.table.type=snapshot_only is not implemented: the table type is "
@@ -602,8 +605,9 @@ static void test_avro_config(void) {
                         "writer.codec.type=gzip\n",
                         &c, err),
             KG_EINVAL);
-  CHECK_STR(err, "job.pull:4: writer.codec.type=gzip: Avro files compress their blocks with null, deflate or snappy (the "
-                 "codecs of the Avro spec); gzip compresses text output");
+  CHECK_STR(err,
+            "job.pull:4: writer.codec.type=gzip: Avro files compress their blocks with null, deflate or snappy (the "
+            "codecs of the Avro spec); gzip compresses text output");
   /* Text codecs: the extension follows; gzip's level defaults to 3, Avro deflate's to 9. */
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=json\nwriter.codec.type=gzip\n", &c, err), KG_OK);
   if (c) {
@@ -733,7 +737,8 @@ static void test_avro_framing(void) {
   c = NULL;
   free(text);
   /* LinkedIn's: KafkaAvroSource, whose registry class defaults to KafkaAvroSchemaRegistry. */
-  text = kg_xasprintf("kafka.brokers=b:1\nsource.class=gobblin.source.extractor.extract.kafka.KafkaAvroSource\n%s", url);
+  text =
+      kg_xasprintf("kafka.brokers=b:1\nsource.class=gobblin.source.extractor.extract.kafka.KafkaAvroSource\n%s", url);
   CHECK_INT(config_from(text, &c, err), KG_OK);
   if (c) {
     CHECK_INT(c->avro_framing, KG_FRAMING_LINKEDIN);
@@ -760,8 +765,8 @@ static void test_avro_framing(void) {
   CHECK_CONTAINS(err, "job.pull:4: kafka.deserializer.type=CONFLUENT_AVRO reads Confluent's framing");
   CHECK_CONTAINS(err, "set source.class=KafkaAvroSource");
   free(text);
-  text = kg_xasprintf("kafka.brokers=b:1\nsource.class=KafkaAvroSource\nkafka.deserializer.type=CONFLUENT_AVRO\n%s",
-                      url);
+  text =
+      kg_xasprintf("kafka.brokers=b:1\nsource.class=KafkaAvroSource\nkafka.deserializer.type=CONFLUENT_AVRO\n%s", url);
   CHECK_INT(config_from(text, &c, err), KG_EINVAL);
   CHECK_CONTAINS(err, "job.pull:2: source.class=KafkaAvroSource reads LinkedIn's framing");
   free(text);

@@ -229,7 +229,8 @@ static void test_streams(kg_fs_t *fs) {
   /* A file larger than a block (1 MiB here), with a truncate in the middle. */
   size_t big = (3 << 20) + 123;
   char *data = kg_xmalloc(big);
-  for (size_t i = 0; i < big; i++) data[i] = (char)('a' + i % 26);
+  for (size_t i = 0; i < big; i++)
+    data[i] = (char)('a' + i % 26);
   CHECK_INT(kg_fs_create(fs, at("s/big"), KG_FS_CREATE_NEW, &s, err), KG_OK);
   CHECK_INT(kg_fs_stream_write(s, data, big, err), KG_OK);
   CHECK_INT(kg_fs_stream_write(s, "junk", 4, err), KG_OK);
