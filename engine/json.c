@@ -697,38 +697,56 @@ void kg_json_double(kg_buf_t *out, double d) {
   if (!kg_json_write_double(out, d)) kg_buf_append(out, "null", 4);
 }
 
-/* Writes the value at tape index *POS, moving *POS past it. */
-static void write_token(kg_buf_t *out, const kg_json_parser_t *p, size_t *pos) {
-  const kg_json_tok_t *t = &p->tape[(*pos)++];
+void kg_json_write_number(kg_buf_t *out, const kg_json_tok_t *t) {
+  if (t->type == KG_JSON_TOK_INT)
+    kg_json_write_integer(out, t->v.i < 0 ? 0 - t->v.u : t->v.u, t->v.i < 0);
+  else if (t->type == KG_JSON_TOK_UINT)
+    kg_json_write_integer(out, t->v.u, false);
+  else
+    kg_json_write_double(out, t->v.d); /* finite: the parser refuses a number a double cannot hold */
+}
+
+size_t kg_json_write_value(kg_buf_t *out, const kg_json_parser_t *p, size_t at) {
+  const kg_json_tok_t *t = &p->tape[at++];
   switch (t->type) {
-  case KG_JSON_TOK_NULL: kg_buf_append(out, "null", 4); return;
-  case KG_JSON_TOK_FALSE: kg_buf_append(out, "false", 5); return;
-  case KG_JSON_TOK_TRUE: kg_buf_append(out, "true", 4); return;
-  case KG_JSON_TOK_NUMBER: kg_json_write_double(out, t->v.d); return;
-  case KG_JSON_TOK_INT: kg_json_write_integer(out, t->v.i < 0 ? 0 - t->v.u : t->v.u, t->v.i < 0); return;
-  case KG_JSON_TOK_UINT: kg_json_write_integer(out, t->v.u, false); return;
+  case KG_JSON_TOK_NULL: kg_buf_append(out, "null", 4); break;
+  case KG_JSON_TOK_FALSE: kg_buf_append(out, "false", 5); break;
+  case KG_JSON_TOK_TRUE: kg_buf_append(out, "true", 4); break;
+  case KG_JSON_TOK_NUMBER:
+  case KG_JSON_TOK_INT:
+  case KG_JSON_TOK_UINT: kg_json_write_number(out, t); break;
   case KG_JSON_TOK_STRING:
-  case KG_JSON_TOK_ESCAPED_STRING: kg_json_write_string(out, kg_json_tok_string(p, t), t->n); return;
+  case KG_JSON_TOK_ESCAPED_STRING: kg_json_write_string(out, kg_json_tok_string(p, t), t->n); break;
   case KG_JSON_TOK_ARRAY:
   case KG_JSON_TOK_OBJECT:
     kg_json_put(out, t->type == KG_JSON_TOK_ARRAY ? '[' : '{');
     for (uint32_t i = 0; i < t->n; i++) {
       if (i) kg_json_put(out, ',');
       if (t->type == KG_JSON_TOK_OBJECT) {
-        const kg_json_tok_t *k = &p->tape[(*pos)++];
+        const kg_json_tok_t *k = &p->tape[at++];
         kg_json_write_string(out, kg_json_tok_string(p, k), k->n);
         kg_json_put(out, ':');
       }
-      write_token(out, p, pos);
+      at = kg_json_write_value(out, p, at);
     }
     kg_json_put(out, t->type == KG_JSON_TOK_ARRAY ? ']' : '}');
-    return;
+    break;
   }
+  return at;
+}
+
+size_t kg_json_skip(const kg_json_parser_t *p, size_t at) {
+  const kg_json_tok_t *t = &p->tape[at++];
+  if (t->type != KG_JSON_TOK_ARRAY && t->type != KG_JSON_TOK_OBJECT) return at;
+  for (uint32_t i = 0; i < t->n; i++) {
+    if (t->type == KG_JSON_TOK_OBJECT) at++; /* the key */
+    at = kg_json_skip(p, at);
+  }
+  return at;
 }
 
 void kg_json_write_tape(kg_buf_t *out, const kg_json_parser_t *p) {
-  size_t pos = 0;
-  if (p->ntape) write_token(out, p, &pos);
+  if (p->ntape) kg_json_write_value(out, p, 0);
 }
 
 /* ---- The tree ---- */

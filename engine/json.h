@@ -167,8 +167,19 @@ void kg_json_double(kg_buf_t *out, double d);
 /* Appends V (NEGATIVE: -V, V up to 2^63) to OUT in decimal. */
 void kg_json_write_integer(kg_buf_t *out, uint64_t v, bool negative);
 
-/* Appends the value of P's last parse to OUT as JSON text, written by the pieces above (which is how the tests
- * check that what is written reads back the same). */
+/* Appends the number of token T (KG_JSON_TOK_NUMBER, _INT or _UINT of a parse) to OUT as the shortest text that
+ * reads back as exactly it. */
+void kg_json_write_number(kg_buf_t *out, const kg_json_tok_t *t);
+
+/* Appends the value at tape index AT of P's last parse (and what it holds) to OUT as JSON text, written by the
+ * pieces above; returns the tape index after it. */
+size_t kg_json_write_value(kg_buf_t *out, const kg_json_parser_t *p, size_t at);
+
+/* The tape index after the value at AT of P's last parse (and what it holds). */
+size_t kg_json_skip(const kg_json_parser_t *p, size_t at);
+
+/* Appends the value of P's last parse to OUT as JSON text (kg_json_write_value: which is how the tests check that
+ * what is written reads back the same). */
 void kg_json_write_tape(kg_buf_t *out, const kg_json_parser_t *p);
 
 /* ---- UTF-8 ---- */

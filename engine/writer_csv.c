@@ -86,55 +86,6 @@ static void put_field(kg_buf_t *out, char delimiter, const char *s, size_t n) {
   kg_buf_append(out, "\"", 1);
 }
 
-/* Appends the number of token T as the shortest text that reads back as it. */
-static void put_number(kg_buf_t *out, const kg_json_tok_t *t) {
-  if (t->type == KG_JSON_TOK_INT)
-    kg_json_write_integer(out, t->v.i < 0 ? 0 - t->v.u : t->v.u, t->v.i < 0);
-  else if (t->type == KG_JSON_TOK_UINT)
-    kg_json_write_integer(out, t->v.u, false);
-  else if (!kg_json_write_double(out, t->v.d))
-    kg_buf_appendf(out, "%g", t->v.d); /* not finite: JSON cannot hold it, but a parse may overflow to it */
-}
-
-/* The tape index after the value at AT. */
-static size_t skip(const kg_json_parser_t *p, size_t at) {
-  const kg_json_tok_t *t = &p->tape[at++];
-  if (t->type != KG_JSON_TOK_ARRAY && t->type != KG_JSON_TOK_OBJECT) return at;
-  for (uint32_t i = 0; i < t->n; i++) {
-    if (t->type == KG_JSON_TOK_OBJECT) at++; /* the key */
-    at = skip(p, at);
-  }
-  return at;
-}
-
-/* Appends the value at tape index AT as JSON text (a nested object or array); returns the index after it. */
-static size_t put_json(kg_buf_t *out, const kg_json_parser_t *p, size_t at) {
-  const kg_json_tok_t *t = &p->tape[at++];
-  switch (t->type) {
-  case KG_JSON_TOK_NULL: kg_buf_append(out, "null", 4); break;
-  case KG_JSON_TOK_FALSE: kg_buf_append(out, "false", 5); break;
-  case KG_JSON_TOK_TRUE: kg_buf_append(out, "true", 4); break;
-  case KG_JSON_TOK_NUMBER:
-  case KG_JSON_TOK_INT:
-  case KG_JSON_TOK_UINT: put_number(out, t); break;
-  case KG_JSON_TOK_STRING:
-  case KG_JSON_TOK_ESCAPED_STRING: kg_json_write_string(out, kg_json_tok_string(p, t), t->n); break;
-  default:
-    kg_buf_append(out, t->type == KG_JSON_TOK_ARRAY ? "[" : "{", 1);
-    for (uint32_t i = 0; i < t->n; i++) {
-      if (i) kg_buf_append(out, ",", 1);
-      if (t->type == KG_JSON_TOK_OBJECT) {
-        const kg_json_tok_t *k = &p->tape[at++];
-        kg_json_write_string(out, kg_json_tok_string(p, k), k->n);
-        kg_buf_append(out, ":", 1);
-      }
-      at = put_json(out, p, at);
-    }
-    kg_buf_append(out, t->type == KG_JSON_TOK_ARRAY ? "]" : "}", 1);
-  }
-  return at;
-}
-
 /* Appends the value at tape index AT as the field of its column. */
 static void put_value(csv_t *c, size_t at) {
   const kg_json_parser_t *p = &c->parser;
@@ -145,12 +96,12 @@ static void put_value(csv_t *c, size_t at) {
   case KG_JSON_TOK_TRUE: kg_buf_append(&c->row, "true", 4); return;
   case KG_JSON_TOK_NUMBER:
   case KG_JSON_TOK_INT:
-  case KG_JSON_TOK_UINT: put_number(&c->row, t); return;
+  case KG_JSON_TOK_UINT: kg_json_write_number(&c->row, t); return;
   case KG_JSON_TOK_STRING:
   case KG_JSON_TOK_ESCAPED_STRING: put_field(&c->row, c->delimiter, kg_json_tok_string(p, t), t->n); return;
   default:
     c->field.len = 0;
-    put_json(&c->field, p, at);
+    kg_json_write_value(&c->field, p, at);
     put_field(&c->row, c->delimiter, c->field.data, c->field.len);
   }
 }
@@ -218,7 +169,7 @@ static int make_row(kg_writer_t *w, csv_t *c, const char *data, size_t len, char
       }
     }
     if (col != SIZE_MAX) c->values[col] = at; /* a key given twice: its last value, as a decoder keeps it */
-    at = skip(p, at);
+    at = kg_json_skip(p, at);
   }
   c->row.len = 0;
   for (size_t i = 0; i < c->ncolumns; i++) {
