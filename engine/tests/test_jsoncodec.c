@@ -87,6 +87,40 @@ static void test_tape(void) {
             "[1.1111111113330334e+16,9007199254740992,1e+20]");
 }
 
+/* One value of a tape written, and skipped, from its index: both end at the index after it. */
+static void test_values(void) {
+  char err[KG_ERRLEN];
+  const char *text = "{\"a\":[1,-2.5,true,false,null],\"b\":{\"c\":\"x\\ny\"},\"d\":[],\"e\":-9223372036854775808}";
+  char *copy = kg_xstrdup(text);
+  CHECK_INT(kg_json_parse_tape(&parser, copy, strlen(copy), 1000, err), KG_OK);
+  static const struct {
+    size_t at, after;
+    const char *json;
+  } cases[] = {
+      {0, 16, NULL},
+      {2, 8, "[1,-2.5,true,false,null]"},
+      {4, 5, "-2.5"},
+      {9, 12, "{\"c\":\"x\\ny\"}"},
+      {11, 12, "\"x\\ny\""},
+      {13, 14, "[]"},
+      {15, 16, "-9223372036854775808"},
+  };
+  kg_buf_t out = {0};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    out.len = 0;
+    CHECK_INT(kg_json_write_value(&out, &parser, cases[i].at), cases[i].after);
+    CHECK_INT(kg_json_skip(&parser, cases[i].at), cases[i].after);
+    kg_buf_append(&out, "", 0);
+    CHECK_STR(out.data, cases[i].json ? cases[i].json : text);
+  }
+  out.len = 0;
+  kg_json_write_number(&out, &parser.tape[15]);
+  kg_buf_append(&out, "", 0);
+  CHECK_STR(out.data, "-9223372036854775808");
+  kg_buf_free(&out);
+  free(copy);
+}
+
 static void test_errors(void) {
   static const struct {
     const char *text;
@@ -560,6 +594,7 @@ static void test_round_trip(void) {
 
 int main(void) {
   test_tape();
+  test_values();
   test_errors();
   test_string_scan();
   test_numbers();
