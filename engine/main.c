@@ -247,7 +247,7 @@ static const char *usage_properties =
     "Lists the job properties kingest reads, with their defaults and meaning.\n"
     "\n"
     "Options:\n"
-    "      --markdown  Print them as the Markdown table of README.md's \"Job properties\"\n"
+    "      --markdown  Print them as the Markdown table of docs/properties.md\n"
     "  -h, --help      Show this help\n";
 
 static const char *usage_version =
