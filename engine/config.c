@@ -8,8 +8,8 @@
  *
  * Adding a property: a row where its check belongs in the order below, a field in kg_config_t when the engine
  * reads the value (KG_FIELD), and docs/properties.md's table written again from `kingest properties --markdown`
- * by scripts/gen-properties (docs_spec checks they agree; test_props checks the row). Links in a doc are
- * relative to docs/, where the table is. */
+ * by scripts/gen-properties (docs_spec checks they agree; test_props checks the row). A doc's links name a heading
+ * of the manual (`[Avro](#avro)`); scripts/gen-properties points each at the page of docs/ that has it. */
 #include "config.h"
 #include "fs.h"
 #include "json.h"
@@ -110,8 +110,7 @@ static const kg_property_t properties[] = {
     {.name = "job.strict",
      .type = KG_PROP_BOOL,
      .def = "false",
-     .doc = "Refuse a job with properties kingest does not know or does not implement (see [Job "
-            "files](scripting.md#job-files)) "
+     .doc = "Refuse a job with properties kingest does not know or does not implement (see [Job files](#job-files)) "
             "instead of a WARN for each; `kingest run --strict` sets it."},
     {.name = "log.format",
      .type = KG_PROP_ENUM,
@@ -159,8 +158,7 @@ static const kg_property_t properties[] = {
      .names = reset_values,
      KG_FIELD(reset),
      .doc = "When the stored offset is outside the broker's range, or the partition's log was recreated (see [What a "
-            "run does](running.md#what-a-run-does)): `earliest`, `latest`, `nearest` (earliest when below the range, "
-            "latest when "
+            "run does](#what-a-run-does)): `earliest`, `latest`, `nearest` (earliest when below the range, latest when "
             "above; earliest for a recreated log), or `skip` (not pulled, stored offset kept)."},
     {.name = "kafka.new.partition.offset",
      .type = KG_PROP_ENUM,
@@ -224,7 +222,7 @@ static const kg_property_t properties[] = {
      KG_FIELD(registry_url),
      .doc = "Base URL (`http://` or `https://`) of the schema registry: Confluent's API (`.../apis/ccompat/v7` on "
             "an Apicurio registry), or for `KafkaAvroSchemaRegistry` the URL under which `/id=<md5 hex>` and "
-            "`/latest_with_type=<topic>` answer. Needed by the Avro decoders ([Avro](avro.md))."},
+            "`/latest_with_type=<topic>` answer. Needed by the Avro decoders ([Avro](#avro))."},
     {.name = "kafka.schema.registry.class",
      .type = KG_PROP_CLASS,
      .def_doc = "Confluent's",
@@ -265,7 +263,7 @@ static const kg_property_t properties[] = {
             "timeout, HTTP 408, 429 (rate limited) or 5xx, or a 404 for a schema id that records carry (a replica "
             "behind, a registry restarted empty). Pauses double from 1 s to 8 s, or are what `Retry-After` asks; "
             "past this time the task fails, naming the URL, the status and the id, and no offset moves. HTTP 401 and "
-            "403 are asked once more, then fail the task. 0: one attempt ([Avro](avro.md))."},
+            "403 are asked once more, then fail the task. 0: one attempt ([Avro](#avro))."},
 
     /* Source, writer and publisher. */
     {.name = "kafka.deserializer.type",
@@ -274,7 +272,7 @@ static const kg_property_t properties[] = {
      .names = deserializers,
      KG_FIELD(deserializer),
      .doc = "`BYTE_ARRAY`: the payload's bytes; `CONFLUENT_AVRO`: Avro records in Confluent's framing (magic byte 0, "
-            "4-byte schema id), decoded with the schemas of `kafka.schema.registry.url` ([Avro](avro.md))."},
+            "4-byte schema id), decoded with the schemas of `kafka.schema.registry.url` ([Avro](#avro))."},
     {.name = "source.class",
      .type = KG_PROP_CLASS,
      .def = "gobblin.source.extractor.extract.kafka.KafkaSimpleSource",
@@ -282,7 +280,7 @@ static const kg_property_t properties[] = {
      .set = set_source,
      .doc = "`KafkaSimpleSource`: the record's payload as bytes; `KafkaAvroSource`: Avro records in LinkedIn's "
             "framing (magic byte 0, 16-byte MD5 schema id) from a `KafkaAvroSchemaRegistry`; "
-            "`KafkaDeserializerSource`: as `kafka.deserializer.type` says ([Avro](avro.md))."},
+            "`KafkaDeserializerSource`: as `kafka.deserializer.type` says ([Avro](#avro))."},
     {.name = "writer.builder.class",
      .type = KG_PROP_CLASS,
      .def = "gobblin.writer.SimpleDataWriterBuilder",
@@ -302,7 +300,7 @@ static const kg_property_t properties[] = {
      KG_FIELD(launcher),
      .doc = "`LOCAL`: the tasks run on this machine's threads. `MAPREDUCE`: each task is a map of a map-only Hadoop "
             "Streaming job on YARN, writing to HDFS; this process plans, waits and commits ([Running on a Hadoop "
-            "cluster](hadoop.md))."},
+            "cluster](#running-on-a-hadoop-cluster))."},
     {.name = "mr.hadoop.command",
      .type = KG_PROP_STRING,
      .def = "hadoop",
@@ -344,7 +342,7 @@ static const kg_property_t properties[] = {
      .def_doc = "fs.uri's",
      .doc = "File system of the task data (`task.data.root.dir`) and the final folder: `file:///`, or "
             "`webhdfs://HOST:PORT` (or `webhdfs://USER@HOST:PORT`) for HDFS through WebHDFS, PORT being the NameNode's "
-            "HTTP port ([HDFS](hdfs.md)); an `hdfs://` URI is refused with that hint."},
+            "HTTP port ([HDFS](#hdfs)); an `hdfs://` URI is refused with that hint."},
     {.name = "fs.uri",
      .type = KG_PROP_FS_URI,
      .def = "file:///",
@@ -354,7 +352,7 @@ static const kg_property_t properties[] = {
      .def_doc = "writer.fs.uri's",
      .doc = "File system of the final folder. When it is the writer's, a file is published by a rename; when the "
             "writer's is local and this one is HDFS (`webhdfs://`), the commit uploads each file next to its final "
-            "path (as `_<name>._COPYING_`) and renames it there, exactly once as well ([HDFS](hdfs.md))."},
+            "path (as `_<name>._COPYING_`) and renames it there, exactly once as well ([HDFS](#hdfs))."},
     {.name = "state.store.fs.uri",
      .type = KG_PROP_FS_URI,
      .def = "file:///",
@@ -401,7 +399,7 @@ static const kg_property_t properties[] = {
      .doc = "`TimeBasedWriterPartitioner` (or Gobblin's `TimeBasedAvroWriterPartitioner`, "
             "`TimeBasedJsonWriterPartitioner`): each record's output goes to a folder of its time under the "
             "topic's, `<FP>/<prefix>/<time>/<suffix>`; the time is the Kafka record's timestamp, or what the "
-            "job.lua's `partition` hook returns ([Output files](output.md))."},
+            "job.lua's `partition` hook returns ([Output files](#output-files))."},
     {.name = "writer.partition.pattern",
      .type = KG_PROP_STRING,
      .part_of = "writer.partitioner.class",
@@ -465,7 +463,7 @@ static const kg_property_t properties[] = {
      KG_FIELD(deflate_level),
      .doc = "Level of the `deflate` and `gzip` codecs; 9 is Gobblin's default for Avro, and 6 makes files of about "
             "the same size about 4.5 times faster; gzip's 3 keeps text output at the speed of a text pass-through "
-            "([Performance](performance.md))."},
+            "([Performance](#performance))."},
     {.name = "writer.avro.schema",
      .alias = "schema",
      .type = KG_PROP_STRING,
@@ -474,7 +472,7 @@ static const kg_property_t properties[] = {
      .set = set_avro_schema,
      .doc = "The output's Avro schema, as JSON text (`schema` in a job.lua): `avro` output needs it, or "
             "`writer.avro.schema.file`, unless it reads Avro records from a registry (then each topic's latest "
-            "schema). Records are written with it ([Avro](avro.md)); its text goes into each file's header byte for "
+            "schema). Records are written with it ([Avro](#avro)); its text goes into each file's header byte for "
             "byte. Checked when the job starts, the error naming the schema's problem. With `csv` output, a record "
             "schema whose fields are the columns."},
     {.name = "writer.avro.schema.file",
@@ -490,7 +488,7 @@ static const kg_property_t properties[] = {
      .doc = "`csv` output: the columns of each line, comma-separated (`id,name,ts`; a list of strings in a "
             "job.lua), each the name of a record's field; without it, the fields of the record schema "
             "`writer.avro.schema` (`schema`), in order. A `csv` job with neither is refused "
-            "([CSV](behaviour.md#csv))."},
+            "([CSV](docs/behaviour.md#csv))."},
     {.name = "writer.csv.header",
      .type = KG_PROP_BOOL,
      .def = "false",
@@ -525,7 +523,7 @@ static const kg_property_t properties[] = {
      KG_FIELD(decode_errors),
      .doc = "A record on which `decodeRecord` or a converter fails: `skip` (counted, first 5 per partition logged), "
             "`fail` (the task fails), `quarantine` (written with its error to `<FP>/_errors`). See "
-            "[Scripting](scripting.md)."},
+            "[Scripting](#scripting)."},
     {.name = "task.skip.error.records",
      .type = KG_PROP_INT,
      .def_doc = "not set",
@@ -534,8 +532,7 @@ static const kg_property_t properties[] = {
      .set = set_skip_errors,
      .doc = "How many records that failed in the script (skipped or quarantined) a task may have before it fails; "
             "`-1` for no limit. Not set: a converter failure fails the task, as in Gobblin, and `decodeRecord` "
-            "failures are bounded by `decode.error.max.ratio` only. See [the error "
-            "budget](scripting.md#the-error-budget)."},
+            "failures are bounded by `decode.error.max.ratio` only. See [the error budget](#the-error-budget)."},
     {.name = "decode.error.max.ratio",
      .type = KG_PROP_DOUBLE,
      .def = "0.1",
@@ -574,7 +571,7 @@ static const kg_property_t properties[] = {
      .def = "SINGLE_LEVEL",
      .names = packers,
      KG_FIELD(packer),
-     .doc = "`SINGLE_LEVEL` or `BI_LEVEL`; see [Packing](running.md#packing)."},
+     .doc = "`SINGLE_LEVEL` or `BI_LEVEL`; see [Packing](#packing)."},
     {.name = "workunit.pre.grouping.size.factor",
      .type = KG_PROP_DOUBLE,
      .def = "3.0",
@@ -588,7 +585,7 @@ static const kg_property_t properties[] = {
      .type = KG_PROP_BOOL,
      .def = "false",
      .set = set_limits,
-     .doc = "Limit each task; see [Extract limits](running.md#extract-limits)."},
+     .doc = "Limit each task; see [Extract limits](#extract-limits)."},
     {.name = "extract.limit.type",
      .type = KG_PROP_ENUM,
      .names = limit_types,
@@ -737,7 +734,7 @@ static const kg_property_t properties[] = {
      .set = set_prom_file,
      .doc = "File the run's metrics go to in Prometheus's text format, for node_exporter's textfile collector (a "
             "`*.prom` file in its folder, which must exist): replaced atomically when the run ends and every "
-            "`metrics.report.interval` during it. Empty: none ([Prometheus](operations.md#prometheus))."},
+            "`metrics.report.interval` during it. Empty: none ([Prometheus](#prometheus))."},
     {.name = "metrics.reporting.prometheus.pushgateway.url",
      .type = KG_PROP_STRING,
      .def = "",

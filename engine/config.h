@@ -122,7 +122,7 @@ int kg_jobfile_load(const char *path, kg_props_t **out, bool *is_lua, char *errb
  * `kingest properties` (and, with --markdown, as docs/properties.md's table). A row says how a value is parsed (TYPE,
  * with MIN/MAX or NAMES), what applies when the job does not give it (DEF, parsed by the same code as a user's
  * value; or COMPUTED), where the value lands in kg_config_t (OFFSET and SIZE, or SET for the odd ones) and
- * what it means (DOC, one line; `code` and [links](file.md#anchor) are Markdown, relative to docs/). */
+ * what it means (DOC, one line; `code` and [links](#anchors) to the manual's headings are Markdown). */
 typedef enum {
   KG_PROP_STRING, /* char *: the value as given */
   KG_PROP_PATH,   /* char *: absolute (against the current folder; a file:// prefix is accepted); the default
