@@ -7,8 +7,9 @@
  * properties` prints the same rows, so the documented defaults are the ones the code uses.
  *
  * Adding a property: a row where its check belongs in the order below, a field in kg_config_t when the engine
- * reads the value (KG_FIELD), and the output of `kingest properties --markdown` pasted over README.md's table
- * (readme_spec checks they agree; test_props checks the row). */
+ * reads the value (KG_FIELD), and docs/properties.md's table written again from `kingest properties --markdown`
+ * by scripts/gen-properties (docs_spec checks they agree; test_props checks the row). A doc's links name a heading
+ * of the manual (`[Avro](#avro)`); scripts/gen-properties points each at the page of docs/ that has it. */
 #include "config.h"
 #include "fs.h"
 #include "json.h"

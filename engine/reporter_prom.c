@@ -2,7 +2,7 @@
  * written atomically to metrics.reporting.prometheus.file for node_exporter's textfile collector and PUT to a
  * Pushgateway (metrics.reporting.prometheus.pushgateway.url), when the run ends and every metrics.report.interval
  * during it. Every value is one run's: each report replaces the file and the job's group on the Pushgateway, so
- * the counts are gauges, not counters (README, "Prometheus", says why and lists the metrics). */
+ * the counts are gauges, not counters (docs/operations.md, "Prometheus", says why and lists the metrics). */
 #include <ctype.h>
 #include "curl_api.h"
 #include <errno.h>
