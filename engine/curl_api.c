@@ -41,7 +41,6 @@ static void load(void) {
       !bind_symbol(h, "curl_easy_reset", (void **)&a.easy_reset) ||
       !bind_symbol(h, "curl_easy_cleanup", (void **)&a.easy_cleanup) ||
       !bind_symbol(h, "curl_easy_strerror", (void **)&a.easy_strerror) ||
-      !bind_symbol(h, "curl_easy_escape", (void **)&a.easy_escape) || !bind_symbol(h, "curl_free", (void **)&a.free) ||
       !bind_symbol(h, "curl_slist_append", (void **)&a.slist_append) ||
       !bind_symbol(h, "curl_slist_free_all", (void **)&a.slist_free_all))
     return; /* the handle stays open: dlclose of a half-bound library buys nothing */

@@ -1,11 +1,11 @@
-/* curl_api.h: libcurl, loaded when first needed.
+/* curl_api.h: libcurl, loaded when first needed, for http.c (the engine's one HTTP client).
  *
  * Most runs never speak HTTP (WebHDFS, a schema registry, a Pushgateway, YARN), and libcurl, with the TLS,
  * Kerberos, LDAP and SSH libraries it brings, costs every start of the process a few milliseconds to load and
  * its end as many to unload. So the engine does not link it: kg_curl_load opens it (dlopen) on first use, once
- * for the process, and runs curl_global_init. The files that speak HTTP include this header instead of
- * <curl/curl.h>, call kg_curl_load before anything else of libcurl, and use the curl_* names as usual: they call
- * through the table the load filled. */
+ * for the process, and runs curl_global_init. http.c includes this header instead of <curl/curl.h>, calls
+ * kg_curl_load before anything else of libcurl, and uses the curl_* names as usual: they call through the table
+ * the load filled. */
 #ifndef KG_CURL_API_H
 #define KG_CURL_API_H
 
@@ -23,8 +23,6 @@ typedef struct {
   void (*easy_reset)(CURL *curl);
   void (*easy_cleanup)(CURL *curl);
   const char *(*easy_strerror)(CURLcode code);
-  char *(*easy_escape)(CURL *curl, const char *string, int length);
-  void (*free)(void *p);
   struct curl_slist *(*slist_append)(struct curl_slist *list, const char *string);
   void (*slist_free_all)(struct curl_slist *list);
 } kg_curl_api_t;
@@ -43,8 +41,6 @@ int kg_curl_load(char *errbuf);
 #define curl_easy_reset     kg_curl_api.easy_reset
 #define curl_easy_cleanup   kg_curl_api.easy_cleanup
 #define curl_easy_strerror  kg_curl_api.easy_strerror
-#define curl_easy_escape    kg_curl_api.easy_escape
-#define curl_free           kg_curl_api.free
 #define curl_slist_append   kg_curl_api.slist_append
 #define curl_slist_free_all kg_curl_api.slist_free_all
 
