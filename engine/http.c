@@ -1,4 +1,10 @@
-/* http.c: the engine's one HTTP client (http.h), on libcurl loaded at first use (curl_api.h).
+/* http.c: the engine's one HTTP client (http.h), on libcurl loaded at first use.
+ *
+ * Most runs never speak HTTP (WebHDFS, a schema registry, a Pushgateway, YARN), and libcurl, with the TLS,
+ * Kerberos, LDAP and SSH libraries it brings, costs every start of the process a few milliseconds to load and
+ * its end as many to unload. So the engine does not link it: libcurl_load opens it (dlopen) on first use, once for
+ * the process, and runs curl_global_init; the curl_* names below call through the table the load filled. This file
+ * is the only one that speaks to libcurl.
  *
  * A request is made in tries: each try sets a libcurl handle up from nothing (curl_easy_reset keeps only the open
  * connections), signs the request when it has a signer, performs it and reads what came into the response; the
@@ -6,8 +12,11 @@
  * Retry-After and the deadline allow. */
 #include "http.h"
 
-#include "curl_api.h"
+#define CURL_DISABLE_TYPECHECK
+#include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +27,96 @@
 
 #include "sha256.h"
 
+/* ---- libcurl, loaded at first use ----------------------------------------------------------------------- */
+
+#ifndef KG_CURL_SONAME
+#define KG_CURL_SONAME "libcurl.so.4"
+#endif
+
+/* curl.h makes these two macros that check their arguments' count: they become names of the table below. */
+#undef curl_easy_setopt
+#undef curl_easy_getinfo
+
+/* The libcurl functions this file calls, bound by libcurl_load. */
+typedef struct {
+  CURL *(*easy_init)(void);
+  CURLcode (*easy_setopt)(CURL *curl, CURLoption option, ...);
+  CURLcode (*easy_perform)(CURL *curl);
+  CURLcode (*easy_getinfo)(CURL *curl, CURLINFO info, ...);
+  void (*easy_reset)(CURL *curl);
+  void (*easy_cleanup)(CURL *curl);
+  const char *(*easy_strerror)(CURLcode code);
+  struct curl_slist *(*slist_append)(struct curl_slist *list, const char *string);
+  void (*slist_free_all)(struct curl_slist *list);
+} libcurl_t;
+static libcurl_t libcurl;
+
+static pthread_once_t libcurl_once = PTHREAD_ONCE_INIT;
+static char libcurl_error[KG_ERRLEN]; /* empty once libcurl is loaded and started */
+
+/* The address of SYMBOL in HANDLE into *SLOT; false (with libcurl_error set) when it is missing. */
+static bool bind_symbol(void *handle, const char *symbol, void **slot) {
+  *slot = dlsym(handle, symbol);
+  if (*slot) return true;
+  snprintf(libcurl_error, sizeof libcurl_error, "%s has no %s: %s", KG_CURL_SONAME, symbol, dlerror());
+  return false;
+}
+
+static void libcurl_load_once(void) {
+  void *h = dlopen(KG_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(libcurl_error, sizeof libcurl_error, "cannot load %s (Debian's package libcurl4): %s", KG_CURL_SONAME,
+             dlerror());
+    return;
+  }
+  libcurl_t a;
+  CURLcode (*global_init)(long flags) = NULL;
+  if (!bind_symbol(h, "curl_global_init", (void **)&global_init) ||
+      !bind_symbol(h, "curl_easy_init", (void **)&a.easy_init) ||
+      !bind_symbol(h, "curl_easy_setopt", (void **)&a.easy_setopt) ||
+      !bind_symbol(h, "curl_easy_perform", (void **)&a.easy_perform) ||
+      !bind_symbol(h, "curl_easy_getinfo", (void **)&a.easy_getinfo) ||
+      !bind_symbol(h, "curl_easy_reset", (void **)&a.easy_reset) ||
+      !bind_symbol(h, "curl_easy_cleanup", (void **)&a.easy_cleanup) ||
+      !bind_symbol(h, "curl_easy_strerror", (void **)&a.easy_strerror) ||
+      !bind_symbol(h, "curl_slist_append", (void **)&a.slist_append) ||
+      !bind_symbol(h, "curl_slist_free_all", (void **)&a.slist_free_all))
+    return; /* the handle stays open: dlclose of a half-bound library buys nothing */
+  CURLcode rc = global_init(CURL_GLOBAL_DEFAULT);
+  if (rc != CURLE_OK) {
+    snprintf(libcurl_error, sizeof libcurl_error, "libcurl failed to start: %s", a.easy_strerror(rc));
+    return;
+  }
+  libcurl = a;
+  libcurl_error[0] = '\0';
+}
+
+/* Loads libcurl and starts it, the first time; later calls return what the first found. Returns KG_OK, or KG_EIO
+ * with ERRBUF naming the library and why it cannot be used (not installed, a symbol missing, or curl_global_init
+ * failing). Thread-safe. */
+static int libcurl_load(char *errbuf) {
+  pthread_once(&libcurl_once, libcurl_load_once);
+  if (libcurl_error[0]) return kg_fail(errbuf, KG_EIO, "%s", libcurl_error);
+  return KG_OK;
+}
+
+#define curl_easy_init      libcurl.easy_init
+#define curl_easy_setopt    libcurl.easy_setopt
+#define curl_easy_perform   libcurl.easy_perform
+#define curl_easy_getinfo   libcurl.easy_getinfo
+#define curl_easy_reset     libcurl.easy_reset
+#define curl_easy_cleanup   libcurl.easy_cleanup
+#define curl_easy_strerror  libcurl.easy_strerror
+#define curl_slist_append   libcurl.slist_append
+#define curl_slist_free_all libcurl.slist_free_all
+
 struct kg_http {
   CURL *curl; /* owned */
 };
 
 int kg_http_new(kg_http_t **out, char *errbuf) {
   *out = NULL;
-  int rc = kg_curl_load(errbuf);
+  int rc = libcurl_load(errbuf);
   if (rc) return rc;
   CURL *curl = curl_easy_init();
   if (!curl) return kg_fail(errbuf, KG_EIO, "libcurl failed to make a handle");
@@ -552,7 +644,7 @@ int kg_http_perform(kg_http_t *http, const kg_http_request_t *req, kg_http_respo
   r->stop = KG_HTTP_STOP_DONE;
   r->next_wait_ms = 0;
   int rc = check_request(req, method, shown, errbuf);
-  if (!rc) rc = kg_curl_load(errbuf);
+  if (!rc) rc = libcurl_load(errbuf);
   CURL *curl = NULL;
   if (!rc) {
     curl = http ? http->curl : curl_easy_init();

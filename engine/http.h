@@ -10,7 +10,7 @@
  * signals (libcurl's NOSIGNAL: the engine has threads); libcurl's error buffer; no "Expect: 100-continue" round
  * trip for a body (unless the caller sends an Expect header itself); TLS verification on unless turned off.
  *
- * libcurl is loaded at the first request (curl_api.h): a run that speaks no HTTP never loads it.
+ * libcurl is loaded at the first request (dlopen): a run that speaks no HTTP never loads it.
  *
  * Thread safety: kg_http_perform with a NULL handle may be called from any thread at once (each call has its own
  * connection). A kg_http_t keeps its connections open between requests, for one thread at a time. */
