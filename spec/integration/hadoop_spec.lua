@@ -2,6 +2,7 @@
 -- it, files written over WebHDFS read back by Hadoop's own FsShell, safe mode, space quotas, and a NameNode
 -- killed and started again. Checked with curl and FsShell, not with kingest.
 local H = require("support.harness")
+local W = require("support.webhdfs")
 
 local hadoop = H.hadoop
 
@@ -100,8 +101,7 @@ describe("scripts/hadoop", function()
     status, body = create(path, "again\n")
     assert.equals(403, status)
     assert.matches("FileAlreadyExistsException", body, 1, true)
-    code, out = hadoop({ "fs", "-cat", path })
-    assert.equals("hello\nhdfs\n", out)
+    assert.equals("hello\nhdfs\n", W.read(path))
   end)
 
   it("refuses writes in safe mode and takes them again when it is left", function()

@@ -4,7 +4,8 @@
 -- reason, leaves the offsets where they were and publishes nothing partial; once HDFS is well again, the next run
 -- publishes every record exactly once. A fault during a run is set off by a proxy in front of the NameNode
 -- (spec/support/namenode_proxy.py) at a chosen request, so that the run meets it every time, and each such case
--- checks that it did. Published files are read with curl (WebHDFS OPEN) or Hadoop's FsShell, never with kingest.
+-- checks that it did. Published files are read with curl (WebHDFS OPEN) and, once per test, with Hadoop's FsShell,
+-- never with kingest.
 local H = require("support.harness")
 local W = require("support.webhdfs")
 
@@ -66,7 +67,7 @@ describe("kingest on HDFS under faults", function()
     proxy_pid = nil
     local code, out = W.hadoop({ "status" })
     if code ~= 0 and out:find("namenode %-") then W.hadoop_ok({ "start-namenode" }) end
-    W.hadoop({ "safemode", "leave" })
+    if W.in_safe_mode() then W.hadoop({ "safemode", "leave" }) end
   end)
 
   -- Starts spec/support/namenode_proxy.py in front of the NameNode, logging to WORK/proxy.log: at the NTH request of
@@ -194,14 +195,14 @@ describe("kingest on HDFS under faults", function()
     .. "once it is cleared", function()
     local topic, lines = topic_of("quota", 600)
     local work, root = H.workdir("quota"), "/kingest/" .. H.unique("quota")
-    hadoop("fs", "-mkdir", "-p", root .. "/out")
+    W.mkdirs(root .. "/out")
     -- 3000 bytes: the first few files of 50 records fit, the commit's next rename does not.
-    hadoop("quota", root .. "/out", "3000")
+    W.space_quota(root .. "/out", 3000)
     local path = hdfs_job(work, topic, root)
     H.run_fails(path, work, 1, { "quota", root .. "/out", "DSQuotaExceededException" })
     assert.same({}, H.stored_offsets(work, JOB))
     assert.same({}, published(root)) -- the renames made before the refused one were undone
-    hadoop("clearquota", root .. "/out")
+    W.space_quota(root .. "/out", nil)
     H.run_ok(path, work)
     assert_exactly_once(root, lines, true)
   end)
@@ -210,9 +211,9 @@ describe("kingest on HDFS under faults", function()
     .. "unmoved; succeeds once it is cleared", function()
     local topic, lines = topic_of("upquota", 600) -- 12 files of about 650 bytes
     local work, root = H.workdir("upquota"), "/kingest/" .. H.unique("upquota")
-    hadoop("fs", "-mkdir", "-p", root .. "/out")
+    W.mkdirs(root .. "/out")
     -- An upload counts a whole block (1 MiB) while it is written: the first few fit beside it, then one does not.
-    hadoop("quota", root .. "/out", tostring(1048576 + 3000))
+    W.space_quota(root .. "/out", 1048576 + 3000)
     local path = job(work, topic, {
       ["data.publisher.fs.uri"] = W.uri(),
       ["data.publisher.final.dir"] = root .. "/out",
@@ -225,7 +226,7 @@ describe("kingest on HDFS under faults", function()
     assert.matches("Took back the %d+ files the failed commit of job_" .. JOB, log)
     assert.same({}, H.stored_offsets(work, JOB))
     assert.same({}, W.paths(root)) -- the uploads made before the refused one were removed, and so was it
-    hadoop("clearquota", root .. "/out")
+    W.space_quota(root .. "/out", nil)
     local again = H.run_ok(path, work)
     assert.falsy(again:find("interrupted commit", 1, true), again) -- the failed run dropped its journal
     assert_exactly_once(root, lines, true)

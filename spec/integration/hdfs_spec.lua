@@ -1,11 +1,12 @@
 -- kingest writing to HDFS through WebHDFS (writer.fs.uri=webhdfs://...), against the real broker and the HDFS of
 -- scripts/hadoop: task data and the final folder on HDFS, or task data local and the final folder on HDFS
--- (data.publisher.fs.uri), the state store local; published files read back with Hadoop's own FsShell, never with
--- kingest; and the errors of a WebHDFS that does not answer, an hdfs:// URI and a publisher kingest cannot serve.
+-- (data.publisher.fs.uri), the state store local; published files read back with curl (WebHDFS OPEN) and, once per
+-- test, with Hadoop's own FsShell, never with kingest; and the errors of a WebHDFS that does not answer, an hdfs://
+-- URI and a publisher kingest cannot serve.
 local H = require("support.harness")
 local W = require("support.webhdfs")
 
-local hadoop, webhdfs, hdfs_lines = W.hadoop, W.uri, W.fs_lines
+local webhdfs, hdfs_lines = W.uri, W.fs_lines
 
 local function literal(s) return (s:gsub("%p", "%%%0")) end
 
@@ -32,17 +33,17 @@ describe("output to HDFS through WebHDFS", function()
     local root = "/kingest/" .. H.unique("run")
     local path = hdfs_job(work, topic .. "," .. topic .. "_b", root)
     H.run_ok(path, work)
-    local got, files = hdfs_lines(root .. "/out/" .. topic)
+    local got, files = W.lines(root .. "/out/" .. topic)
     assert.same(lines, got)
     assert.equals(1, #files)
-    assert.matches("/part%.task_HdfsJob_%d+_%d%.txt$", files[1])
-    local b = hdfs_lines(root .. "/out/" .. topic .. "_b")
+    assert.matches("/part%.task_HdfsJob_%d+_%d%.txt$", "/" .. files[1])
+    local b = W.lines(root .. "/out/" .. topic .. "_b")
     assert.same({ "b1", "b2", "b3" }, H.sorted(b))
     local stored = H.stored_offsets(work, "HdfsJob") -- in the local state database
     assert.equals(2000, stored[topic .. ":0"])
     assert.equals(3, (stored[topic .. "_b:0"] or 0) + (stored[topic .. "_b:1"] or 0))
     -- Task data is gone from HDFS once the run is over.
-    local _, left = hadoop({ "fs", "-ls", "-R", root .. "/task-data" })
+    local left = table.concat(W.paths(root .. "/task-data"), "\n")
     assert.falsy(left:find("part%.task_"))
     H.produce(topic, { "one more" })
     H.run_ok(path, work)
@@ -65,7 +66,7 @@ describe("output to HDFS through WebHDFS", function()
     })
     local log = H.run_ok(path, work)
     assert.matches("Published 12 files to " .. literal(root .. "/out") .. " %(uploaded%)", log)
-    local got, files = hdfs_lines(root .. "/out/" .. topic)
+    local got, files = W.lines(root .. "/out/" .. topic)
     assert.same(lines, H.sorted(got))
     assert.equals(12, #files)
     -- Nothing but the published files: no upload left under its temporary name, no task data on HDFS.
@@ -86,8 +87,8 @@ describe("output to HDFS through WebHDFS", function()
     local topic = H.topic_with("hdfs_up_denied", { "a", "b", "c" })
     local work = H.workdir("hdfs_up_denied")
     local root = "/kingest/" .. H.unique("denied")
-    W.hadoop_ok({ "fs", "-mkdir", "-p", root .. "/out" })
-    W.hadoop_ok({ "fs", "-chmod", "555", root .. "/out" })
+    W.mkdirs(root .. "/out")
+    W.chmod(root .. "/out", "555")
     local last = H.run_fails(job(work, topic, {
       ["data.publisher.fs.uri"] = webhdfs("nobody"),
       ["data.publisher.final.dir"] = root .. "/out",

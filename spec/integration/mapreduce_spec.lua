@@ -4,12 +4,11 @@
 -- files are published; a job YARN fails, a driver killed during the job and during its commit leave nothing
 -- lost or doubled; the maps run on the properties the driver resolved (its environment), never see a secret in
 -- their input, and a SIGTERM kills the Hadoop job; a run whose maps read nothing fails with their errors; and the
--- errors of a Hadoop that cannot be found, reached or run. Published files are read with Hadoop's FsShell, never
--- with kingest.
+-- errors of a Hadoop that cannot be found, reached or run. Published files are read with curl (WebHDFS OPEN) and,
+-- once per test, with Hadoop's FsShell, never with kingest.
 local H = require("support.harness")
 local W = require("support.webhdfs")
 
-local hadoop = function(...) return W.hadoop_ok({ ... }) end
 local streaming_jar = (W.hadoop_ok({ "streaming-jar" }):gsub("%s+$", ""))
 
 -- Three topics of 1, 2 and 3 partitions holding uneven numbers of records, each "<topic> <p> <n>"; returns the
@@ -43,7 +42,18 @@ local function produce_more(names, records, partitions, n, tag)
   end
 end
 
--- The properties of a job on HDFS under ROOT; MapReduce ones when MR.
+-- How a case's Hadoop job runs, as generic options of Streaming that go before the case's own mr.streaming.args.
+-- "yarn": each map in a container of its own, as a real cluster runs them (the cases about failed and retried map
+-- attempts). "uber": on YARN still, but the maps run one after the other inside the job's coordinator (Hadoop's uber
+-- mode: no container and no JVM per map). "local": Hadoop's local job runner, the maps inside the client's JVM, no
+-- YARN (the cases about kingest's side of the job only).
+local MODES = {
+  yarn = "",
+  uber = "-D mapreduce.job.ubertask.enable=true",
+  ["local"] = "-D mapreduce.framework.name=local -D mapreduce.local.map.tasks.maximum=4",
+}
+
+-- The properties of a job on HDFS under ROOT; MapReduce ones when MR (a key of MODES).
 local function props(root, mr, extra)
   local p = {
     ["writer.fs.uri"] = W.uri(),
@@ -59,15 +69,12 @@ local function props(root, mr, extra)
     p["mr.streaming.jar"] = streaming_jar
   end
   for k, v in pairs(extra or {}) do p[k] = v end
-  return p
-end
-
--- Asserts that the final dir under ROOT holds exactly RECORDS (per topic), as FsShell reads it.
-local function assert_published(root, names, records)
-  for _, topic in ipairs(names) do
-    local got = W.fs_lines(root .. "/out/" .. topic)
-    assert.same(H.sorted(records[topic]), H.sorted(got), "topic " .. topic)
+  if mr then
+    local args = assert(MODES[mr], mr) .. " " .. (p["mr.streaming.args"] or "")
+    p["mr.streaming.args"] = args:match("^%s*(.-)%s*$")
+    if p["mr.streaming.args"] == "" then p["mr.streaming.args"] = nil end
   end
+  return p
 end
 
 local function all_of(names, records)
@@ -76,6 +83,19 @@ local function all_of(names, records)
     for _, l in ipairs(records[topic]) do all[#all + 1] = l end
   end
   return all
+end
+
+-- Asserts that the final dir under ROOT holds exactly RECORDS, per topic, as curl reads it (WebHDFS OPEN); with
+-- FSSHELL, also as Hadoop's FsShell reads it: the records of all the topics, every file under the final dir read by
+-- one fs -text (a JVM: once per test).
+local function assert_published(root, names, records, fsshell)
+  for _, topic in ipairs(names) do
+    local got = W.lines(root .. "/out/" .. topic)
+    assert.same(H.sorted(records[topic]), H.sorted(got), "topic " .. topic)
+  end
+  if fsshell then
+    assert.same(H.sorted(all_of(names, records)), H.sorted((W.fs_lines(root .. "/out"))), "read by FsShell")
+  end
 end
 
 describe("kingest in MapReduce mode on YARN", function()
@@ -96,7 +116,8 @@ describe("kingest in MapReduce mode on YARN", function()
     H.run_ok(H.job({ dir = work_local, name = "Standalone", topics = topics, props = props(root_local, false),
       code = code }), work_local, { KINGEST_SPEC_TAG = "on" })
     local job = H.job({ dir = work_mr, name = "OnYarn", topics = topics, code = code,
-      props = props(root_mr, true, { ["mr.streaming.args"] = "-D mapreduce.job.priority=HIGH -cmdenv KINGEST_SPEC_TAG=on" }) })
+      props = props(root_mr, "uber",
+        { ["mr.streaming.args"] = "-D mapreduce.job.priority=HIGH -cmdenv KINGEST_SPEC_TAG=on" }) })
     local log = H.run_ok(job, work_mr)
     -- What the driver says: the application, its tracking URL, the maps' progress as Hadoop sees it.
     assert.matches("Hadoop job: application application_%d+_%d+", log)
@@ -127,7 +148,7 @@ describe("kingest in MapReduce mode on YARN", function()
     produce_more(names, records, { 1, 2, 3 }, 7, "b")
     local again = H.run_ok(job, work_mr)
     assert.matches("committed the offsets of 6 partitions", again)
-    assert_published(root_mr, names, records)
+    assert_published(root_mr, names, records, true)
     local stored = H.stored_offsets(work_mr, "OnYarn")
     assert.equals(307, stored[names[1] .. ":0"])
     assert.equals(97, stored[names[3] .. ":2"])
@@ -136,12 +157,22 @@ describe("kingest in MapReduce mode on YARN", function()
   it("retries a map attempt that dies after printing its result, and publishes only the retry's files", function()
     local names, records = topics_with("mr_retry", { { 120, 40 } })
     local root, work = "/kingest/" .. H.unique("retry"), H.workdir("mr_retry")
-    -- Records that take 100 ms each, so that a map works 12 s without reading input: its status lines (every
-    -- second) keep it alive past a 10 s mapreduce.task.timeout (which also counts the map's start, slow on a
-    -- loaded machine). The maps report to YARN every half second, and the driver asks every second.
-    local job = H.job({ dir = work, name = "Retry", topics = names[1], code = H.slow_decode(100),
-      props = props(root, true, { ["progress.interval.ms"] = 1000,
-        ["mr.streaming.args"] = "-D mapreduce.task.progress-report.interval=500 -D mapreduce.task.timeout=10000 "
+    -- Records that take 200 ms each in a map's first attempt, so that the first task works 24 s without reading
+    -- input: its status lines (every second) keep it alive past a 20 s mapreduce.task.timeout (which also counts
+    -- the start of the map's JVM, over 10 s on a loaded machine). The maps report to YARN every half second, and the
+    -- driver asks every second. The retries ($mapreduce_task_attempt_id not ending in _0), whose files are
+    -- published, go at full speed.
+    local slow_first = table.concat({
+      "  decodeRecord = function(msg)",
+      "    if not (os.getenv('mapreduce_task_attempt_id') or ''):find('_0$') then return msg end",
+      "    local done = require('gobblin.ffi').C.kg_ffi_clock_mono_ms() + 201",
+      "    while require('gobblin.ffi').C.kg_ffi_clock_mono_ms() < done do end",
+      "    return msg",
+      "  end,",
+    }, "\n")
+    local job = H.job({ dir = work, name = "Retry", topics = names[1], code = slow_first,
+      props = props(root, "yarn", { ["progress.interval.ms"] = 1000,
+        ["mr.streaming.args"] = "-D mapreduce.task.progress-report.interval=500 -D mapreduce.task.timeout=20000 "
           .. "-D mapreduce.task.timeout.check-interval-ms=500" }) })
     -- Every map's first attempt is killed with SIGKILL once its result line is out.
     local log = H.run_ok(job, work, { KINGEST_MAP_CRASH_AT = "map:1" })
@@ -149,32 +180,41 @@ describe("kingest in MapReduce mode on YARN", function()
     assert.falsy(log:find("taskTimedOut: true", 1, true), log) -- no attempt was killed for silence
     -- The maps' reporter:status lines, as YARN keeps them, in the driver's log.
     assert.matches("INFO Progress: task_Retry_%d+_%d " .. names[1] .. ":%d %d+/%d+ records", log)
-    assert_published(root, names, records)
+    assert_published(root, names, records, true)
     local files = W.paths(root .. "/out")
     assert.equals(2, #files, table.concat(files, "\n")) -- one per task: the failed attempts' never appear
     assert.same({ [names[1] .. ":0"] = 120, [names[1] .. ":1"] = 40 }, H.stored_offsets(work, "Retry"))
   end)
 
-  it("fails when YARN fails the job: offsets unmoved, nothing published, its HDFS folder removed", function()
-    local names, records = topics_with("mr_fail", { { 80 } })
+  it("fails when YARN fails the job: offsets unmoved, nothing published, its HDFS folder removed; of the runs after "
+    .. "it, one killed in its commit, the next finishes that commit", function()
+    local names, records = topics_with("mr_fail", { { 90, 90, 90 } })
     local root, work = "/kingest/" .. H.unique("fail"), H.workdir("mr_fail")
     local job = H.job({ dir = work, name = "Fails", topics = names[1],
-      props = props(root, true, { ["mr.map.max.attempts"] = 1 }) })
+      props = props(root, "yarn", { ["mr.map.max.attempts"] = 1, ["parallel.runner.threads"] = 1 }) })
     local last = H.run_fails(job, work, 1, { "the Hadoop job of job_Fails_", "failed" },
       { KINGEST_MAP_CRASH_AT = "map:1" })
     assert.matches("Job not successful", last)
     assert.same({}, H.stored_offsets(work, "Fails"))
     assert.same({}, W.paths(root .. "/out"))
     assert.same({}, W.paths(root .. "/mr"))
-    H.run_ok(job, work)
-    assert_published(root, names, records)
+    -- The next run's Hadoop job succeeds, and its driver is killed once the commit has published one file.
+    local code, _, err = H.run(job, work, { KINGEST_CRASH_AT = "publish:1" })
+    assert.equals(128 + 9, code, err)
+    assert.equals(1, #W.paths(root .. "/out"))
+    local again = H.run_ok(job, work)
+    assert.truthy(again:find("Finished the interrupted commit", 1, true), again)
+    assert_published(root, names, records, true)
+    assert.same({}, W.paths(root .. "/mr"))
+    local stored = H.stored_offsets(work, "Fails")
+    assert.equals(270, stored[names[1] .. ":0"] + stored[names[1] .. ":1"] + stored[names[1] .. ":2"])
   end)
 
   it("recovers from a driver killed while its Hadoop job runs: the abandoned run's folder is removed, every "
     .. "record published once", function()
     local names, records = topics_with("mr_kill", { { 100, 100 } })
     local root, work = "/kingest/" .. H.unique("kill"), H.workdir("mr_kill")
-    local job = H.job({ dir = work, name = "Killed", topics = names[1], props = props(root, true) })
+    local job = H.job({ dir = work, name = "Killed", topics = names[1], props = props(root, "uber") })
     local log = work .. "/driver.log"
     local _, pid = H.sh(string.format("GOBBLIN_WORK_DIR=%s %s run %s >%s 2>&1 & echo $!", H.q(work), H.q(H.bin),
       H.q(job), H.q(log)))
@@ -191,24 +231,8 @@ describe("kingest in MapReduce mode on YARN", function()
     local again = H.run_ok(job, work)
     assert.truthy(again:find("Removed the task data of an earlier run that did not finish: " .. root .. "/mr/Killed/"
       .. dead, 1, true), again)
-    assert_published(root, names, records)
+    assert_published(root, names, records, true)
     assert.same({}, W.paths(root .. "/mr"))
-  end)
-
-  it("finishes on the next run a commit its driver was killed in", function()
-    local names, records = topics_with("mr_commit", { { 90, 90, 90 } })
-    local root, work = "/kingest/" .. H.unique("commit"), H.workdir("mr_commit")
-    local job = H.job({ dir = work, name = "CommitKill", topics = names[1],
-      props = props(root, true, { ["parallel.runner.threads"] = 1 }) })
-    local code, _, err = H.run(job, work, { KINGEST_CRASH_AT = "publish:1" })
-    assert.equals(128 + 9, code, err)
-    assert.equals(1, #W.paths(root .. "/out"))
-    local again = H.run_ok(job, work)
-    assert.truthy(again:find("Finished the interrupted commit", 1, true), again)
-    assert_published(root, names, records)
-    assert.same({}, W.paths(root .. "/mr"))
-    local stored = H.stored_offsets(work, "CommitKill")
-    assert.equals(270, stored[names[1] .. ":0"] + stored[names[1] .. ":1"] + stored[names[1] .. ":2"])
   end)
 
   it("runs a job whose brokers and secret come from the driver's environment on what the driver resolved, with no "
@@ -223,7 +247,7 @@ describe("kingest in MapReduce mode on YARN", function()
     H.spit(hold, "")
     finally(function() os.remove(hold) end)
     local job = H.job({ dir = work, name = "EnvJob", topics = names[1],
-      props = props(root, true, { ["kafka.brokers"] = H.UNSET, ["progress.interval.ms"] = 1000,
+      props = props(root, "uber", { ["kafka.brokers"] = H.UNSET, ["progress.interval.ms"] = 1000,
         ["kafka.fetch.batch.size"] = 5, ["mr.streaming.args"] = "-cmdenv KINGEST_SPEC_SECRET=" .. secret }),
       prelude = "local seen = 0",
       code = table.concat({
@@ -268,7 +292,7 @@ describe("kingest in MapReduce mode on YARN", function()
     os.remove(hold)
     local again = H.run_ok(job, work, env)
     assert.matches("Job job_EnvJob_%d+ completed in %d+ms: 100 records", again)
-    assert_published(root, names, records)
+    assert_published(root, names, records, true)
     assert.same({ [names[1] .. ":0"] = 60, [names[1] .. ":1"] = 40 }, H.stored_offsets(work, "EnvJob"))
     assert.same({}, W.paths(root .. "/mr"))
   end)
@@ -278,7 +302,7 @@ describe("kingest in MapReduce mode on YARN", function()
     local names = topics_with("mr_none", { { 30, 30 } })
     local root, work = "/kingest/" .. H.unique("none"), H.workdir("mr_none")
     -- The broker holds each fetch for a second; the maps wait at most 300 ms for a record.
-    local job = H.job({ dir = work, name = "NoneMoved", topics = names[1], props = props(root, true, {
+    local job = H.job({ dir = work, name = "NoneMoved", topics = names[1], props = props(root, "local", {
       ["kafka.consumer.fetch.min.bytes"] = "1048576",
       ["kafka.consumer.fetch.wait.max.ms"] = "1000",
       ["kafka.fetch.timeout.ms"] = "300",
@@ -286,7 +310,9 @@ describe("kingest in MapReduce mode on YARN", function()
     local last, log = H.run_fails(job, work, 7, { "nothing moved: 2 partitions had records to read",
       names[1] .. ":0 (offsets 0 to 30): no record for 300 ms (kafka.fetch.timeout.ms) at offset 0 (kafka.brokers="
         .. H.bootstrap() .. ")" })
-    assert.falsy(log:find("Hadoop job: Job job_%d+_%d+ failed"), log) -- the maps succeeded: they read nothing
+    -- The maps succeeded: they read nothing.
+    assert.truthy(log:find("Hadoop job: Job job_%w+_%d+ completed successfully"), log)
+    assert.falsy(log:find("Hadoop job: Job job_%w+_%d+ failed"), log)
     local rows = H.sqlite(work .. "/state-store/NoneMoved.db", "SELECT result, message FROM runs")
     assert.equals("FAILED", rows[1][1])
     assert.equals(last:sub(#"kingest: " + 1), rows[1][2])
@@ -297,7 +323,7 @@ describe("kingest in MapReduce mode on YARN", function()
   it("names the ResourceManager it tried when YARN cannot be reached, offsets unmoved", function()
     local names = topics_with("mr_norm", { { 5 } })
     local root, work = "/kingest/" .. H.unique("norm"), H.workdir("mr_norm")
-    local job = H.job({ dir = work, name = "NoRm", topics = names[1], props = props(root, true, {
+    local job = H.job({ dir = work, name = "NoRm", topics = names[1], props = props(root, "yarn", {
       ["mr.streaming.args"] = "-Dyarn.resourcemanager.address=127.0.0.1:9 -Dipc.client.connect.max.retries=0 "
         .. "-Dyarn.resourcemanager.connect.max-wait.ms=3000 -Dyarn.resourcemanager.connect.retry-interval.ms=500",
     }) })
@@ -313,7 +339,7 @@ describe("kingest in MapReduce mode, refusing what cannot work", function()
   local function job_with(extra)
     local work = H.workdir("mr_bad")
     local root = "/kingest/" .. H.unique("bad")
-    return H.job({ dir = work, name = "MrBad", topics = "t", props = props(root, true, extra) }), work, root
+    return H.job({ dir = work, name = "MrBad", topics = "t", props = props(root, "yarn", extra) }), work, root
   end
 
   it("a Hadoop command that is not there, naming where it looked", function()
@@ -328,7 +354,7 @@ describe("kingest in MapReduce mode, refusing what cannot work", function()
     local work, root = H.workdir("mr_client"), "/kingest/" .. H.unique("client")
     local client = H.root:gsub("%p", "%%%0") .. "/scripts/hadoop"
     -- An option Streaming does not know.
-    local job = H.job({ dir = work, name = "MrBad", topics = names[1], props = props(root, true,
+    local job = H.job({ dir = work, name = "MrBad", topics = names[1], props = props(root, "yarn",
       { ["mr.streaming.args"] = "-D mapreduce.job.reduces=0 -no-such-option" }) })
     local last, log = H.run_fails(job, work, 1, { "the Hadoop job of job_MrBad_", "exited 1",
       "Unrecognized option: -no-such-option" })
@@ -336,7 +362,7 @@ describe("kingest in MapReduce mode, refusing what cannot work", function()
     assert.truthy(log:find("ERROR Hadoop client: Streaming Command Failed!", 1, true), log)
     assert.falsy(last:find("Streaming Command Failed", 1, true), last)
     -- A client that names no error, only what it could not find: its last line says why.
-    job = H.job({ dir = work, name = "MrBad", topics = names[1], props = props(root, true,
+    job = H.job({ dir = work, name = "MrBad", topics = names[1], props = props(root, "yarn",
       { ["mr.streaming.jar"] = work }) })
     last, log = H.run_fails(job, work, 1, { "the Hadoop job of job_MrBad_", "exited 1",
       "hadoop: jar: no such file: " .. work })
@@ -351,11 +377,12 @@ describe("kingest in MapReduce mode, refusing what cannot work", function()
 
   it("an mr.job.root.dir that cannot be written, and none at all", function()
     local root = "/kingest/" .. H.unique("ro")
-    hadoop("fs", "-mkdir", "-p", root .. "/mr", root .. "/open")
-    hadoop("fs", "-chmod", "555", root .. "/mr")
-    hadoop("fs", "-chmod", "777", root .. "/open")
+    W.mkdirs(root .. "/mr")
+    W.mkdirs(root .. "/open")
+    W.chmod(root .. "/mr", "555")
+    W.chmod(root .. "/open", "777")
     local work = H.workdir("mr_ro")
-    local job = H.job({ dir = work, name = "MrBad", topics = "t", props = props(root, true, {
+    local job = H.job({ dir = work, name = "MrBad", topics = "t", props = props(root, "yarn", {
       ["writer.fs.uri"] = W.uri("nobody"),
       ["task.data.root.dir"] = root .. "/open/task-data",
       ["data.publisher.final.dir"] = root .. "/open/out",

@@ -1,24 +1,22 @@
 -- The YARN of the tests (scripts/hadoop start-yarn, started by the "yarn" fixture on the HDFS of the "hadoop"
 -- fixture): its commands, and a map-only Hadoop Streaming job run with scripts/hadoop streaming, one map per
--- input line, whose output is read back with FsShell. Checked with Hadoop's own tools, not with kingest.
+-- input line, whose output is read back with curl (WebHDFS) and with FsShell. Checked with Hadoop's own tools and
+-- curl, not with kingest.
 local H = require("support.harness")
+local W = require("support.webhdfs")
 
 local hadoop, trim, lines = H.hadoop, H.trim, H.lines
 
 describe("scripts/hadoop on YARN", function()
-  local dir, input, mapper
+  local dir, mapper
 
   setup(function()
     local code, _, err = hadoop({ "yarn-status" })
     assert(code == 0, "no YARN: " .. err)
     dir = "/" .. H.unique("yarn_spec")
-    code, _, err = hadoop({ "fs", "-mkdir", "-p", dir })
-    assert(code == 0, err)
+    W.mkdirs(dir)
     -- 26 bytes, four lines: the maps see the byte offsets 0, 6, 12 and 20.
-    input = H.tmp .. "/" .. H.unique("yarn_in") .. ".txt"
-    H.spit(input, "alpha\nbravo\ncharlie\ndelta\n")
-    code, _, err = hadoop({ "fs", "-put", input, dir .. "/in.txt" })
-    assert(code == 0, err)
+    W.create(dir .. "/in.txt", "alpha\nbravo\ncharlie\ndelta\n")
     -- Streaming gives a map its lines on stdin as "offset<TAB>line" (NLineInputFormat's key and value) and takes
     -- "key<TAB>value" lines from its stdout; "reporter:status:" lines on stderr go to the framework.
     mapper = H.tmp .. "/" .. H.unique("yarn_map") .. ".sh"
@@ -31,7 +29,6 @@ describe("scripts/hadoop on YARN", function()
   end)
 
   teardown(function()
-    if input then os.remove(input) end
     if mapper then os.remove(mapper) end
   end)
 
@@ -92,24 +89,24 @@ describe("scripts/hadoop on YARN", function()
     assert.matches("The url to track the job: http://[%w.]+:%d+/proxy/application_%d+_%d+/", err)
     assert.matches("Job job_%d+_%d+ completed successfully", err)
 
-    local ls
-    code, ls, err = hadoop({ "fs", "-ls", "-C", out_dir })
-    assert(code == 0, err)
     local names = {}
-    for _, p in ipairs(lines(ls)) do names[#names + 1] = p:match("[^/]+$") end
+    for _, e in ipairs(W.ls(out_dir) or {}) do names[#names + 1] = e.name end
     table.sort(names)
     assert.same({ "_SUCCESS", "part-00000", "part-00001", "part-00002", "part-00003" }, names)
-    -- One line per map: each part file holds one. Maps are numbered by split size, not by line.
-    local seen = {}
+    -- One line per map: each part file holds one (read with curl). Maps are numbered by split size, not by line.
+    local seen, parts = {}, {}
     for i = 0, 3 do
-      local part
-      code, part, err = hadoop({ "fs", "-cat", string.format("%s/part-%05d", out_dir, i) })
-      assert(code == 0, err)
+      parts[#parts + 1] = string.format("%s/part-%05d", out_dir, i)
+      local part = W.read(parts[#parts])
       assert.equals(1, #lines(part), part)
       seen[#seen + 1] = trim(part)
     end
     table.sort(seen)
     assert.same({ "seen:0\talpha", "seen:12\tcharlie", "seen:20\tdelta", "seen:6\tbravo" }, seen)
+    -- The same four lines as FsShell reads them, all four files in one fs -cat.
+    local fs = lines(W.hadoop_ok({ "fs", "-cat", unpack(parts) }))
+    table.sort(fs)
+    assert.same(seen, fs)
 
     code, _, err = hadoop(args)
     assert.equals(5, code)

@@ -1,6 +1,6 @@
 -- spec.support.webhdfs: the HDFS of scripts/hadoop as the specs see it, independently of kingest: its commands
 -- (scripts/hadoop, FsShell among them), and WebHDFS through curl, which is fast enough to read many files (one
--- FsShell call starts a JVM, over a second).
+-- FsShell call starts a JVM, over a second: a spec reads with FsShell once per test, with curl otherwise).
 --
 --   local W = require("support.webhdfs")
 --   W.uri()                      -- "webhdfs://127.0.0.1:PORT", for writer.fs.uri
@@ -157,21 +157,54 @@ function W.mkdirs(path)
   assert(code == 0 and out:find('"boolean":true', 1, true), "MKDIRS " .. path .. ": " .. out .. err)
 end
 
--- The lines of every file under DIR read by Hadoop's FsShell (-ls -R, then one -text of all files): slow (a JVM
--- per call), but Hadoop's own reader. Returns the lines and the sorted absolute paths; errors on a torn last line.
+-- Writes TEXT to PATH, a new file, as the superuser, in WebHDFS's two steps (CREATE names a DataNode, the bytes go
+-- there); errors when HDFS refuses (a file that exists included).
+function W.create(path, text)
+  local code, out, err = H.sh("curl -s -f -X PUT " ..
+    H.q(op_url(path, "CREATE", nil, "&noredirect=true&overwrite=false")))
+  local location = code == 0 and out:match('"Location":"([^"]+)"')
+  assert(location, "CREATE " .. path .. ": " .. out .. err)
+  local body = os.tmpname()
+  H.spit(body, text)
+  code, out, err = H.sh("curl -s -f -X PUT -T " .. H.q(body) .. " " .. H.q(location))
+  os.remove(body)
+  assert(code == 0, "CREATE " .. path .. " at the DataNode: " .. out .. err)
+end
+
+-- Sets the space quota of folder PATH to BYTES, or removes it when BYTES is nil, as the superuser: curl SETQUOTA,
+-- the NameNode call that `scripts/hadoop quota` and `clearquota` make through DFSAdmin (-1 removes it; the
+-- namespace quota is left as it is). Errors when HDFS refuses.
+function W.space_quota(path, bytes)
+  local code, out, err = H.sh("curl -s -f -X PUT " ..
+    H.q(op_url(path, "SETQUOTA", nil, "&storagespacequota=" .. tostring(bytes or -1))))
+  assert(code == 0, "SETQUOTA " .. path .. " " .. tostring(bytes) .. ": " .. out .. err)
+end
+
+-- Whether the NameNode is in safe mode (or does not answer), from its JMX servlet as scripts/hadoop reads it: no
+-- JVM, unlike `scripts/hadoop safemode get`.
+function W.in_safe_mode()
+  local jmx = W.url() .. "/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState"
+  local code, out = H.sh("curl -s -f -m 5 " .. H.q(jmx))
+  return code ~= 0 or not out:find('"FSState" *: *"Operational"')
+end
+
+-- The text of the files at PATHS (absolute), one after the other, as Hadoop's FsShell reads them: one `fs -text`,
+-- which decompresses what Hadoop's codecs know (.gz). Slow (a JVM), but Hadoop's own reader.
+function W.fs_text(paths)
+  local args = { "fs", "-text" }
+  for _, f in ipairs(paths) do args[#args + 1] = f end
+  return W.hadoop_ok(args)
+end
+
+-- The lines of every file under DIR as Hadoop's FsShell reads them: the files listed through WebHDFS (curl
+-- LISTSTATUS), then read by one `fs -text` of them all (W.fs_text: one JVM). Returns the lines and the sorted
+-- absolute paths; errors on a torn last line.
 function W.fs_lines(dir)
-  local code, out, err = W.hadoop({ "fs", "-ls", "-R", dir })
-  assert(code == 0, "fs -ls: " .. err)
   local files = {}
-  for line in out:gmatch("[^\n]+") do
-    if line:sub(1, 1) == "-" then files[#files + 1] = line:match("(%S+)$") end
-  end
-  table.sort(files)
+  for _, p in ipairs(W.paths(dir)) do files[#files + 1] = dir .. "/" .. p end
   local lines = {}
   if #files > 0 then
-    local args = { "fs", "-text" }
-    for _, f in ipairs(files) do args[#args + 1] = f end
-    local text = W.hadoop_ok(args)
+    local text = W.fs_text(files)
     for l in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
     -- One output for all files: a torn last line of any but the last runs into the next file's first (a line no
     -- record has); the last's is left after the last newline.
