@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "writer.h"
 
 /* How a run that returned KG_OK ended. */
 typedef enum {
