@@ -93,8 +93,8 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, bool *aband
     const kg_task_t *t = &job->tasks[i];
     kg_metrics_merge(&job->metrics, &t->result.metrics);
     if (t->result.succeeded) continue;
-    if (!*failed) kg_fail(errbuf, KG_EINVAL, "task %s failed: %s", t->spec.task_id, t->result.error);
-    if (!*failed || t->result.rc == KG_EBUDGET) task_rc = t->result.rc ? t->result.rc : KG_EINVAL;
+    if (!*failed) kg_fail(errbuf, KG_EFAILED, "task %s failed: %s", t->spec.task_id, t->result.error);
+    if (!*failed || t->result.rc == KG_EBUDGET) task_rc = t->result.rc ? t->result.rc : KG_EFAILED;
     (*failed)++;
   }
   kg_metrics_add(&job->metrics, KG_M_JOB_RECORDS_WRITTEN, kg_metrics_get(&job->metrics, KG_M_RECORDS_WRITTEN));

@@ -725,7 +725,7 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
   *stopped = false;
   if (kg_stop_signal()) { /* before anything was submitted */
     *stopped = true;
-    fail_all(run, KG_EINVAL, "stopped before the Hadoop job was submitted");
+    fail_all(run, KG_EFAILED, "stopped before the Hadoop job was submitted");
     return KG_OK;
   }
   char *input = kg_xasprintf("%s/input/tasks.txt", run->job_dir);
@@ -811,7 +811,7 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
     /* A job that finished before the stop signal could kill it is read and committed as any other. */
     if (!rc && success) *stopped = false;
     if (!rc && *stopped) {
-      fail_all(run, KG_EINVAL, "stopped: the Hadoop job was killed before it finished");
+      fail_all(run, KG_EFAILED, "stopped: the Hadoop job was killed before it finished");
     } else if (!rc && (status != 0 || !success)) {
       client_log_tail(&cl, hadoop, status);
       const char *essential = client_essential(&cl);

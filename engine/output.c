@@ -404,7 +404,7 @@ static int hand_over(kg_outputs_t *run, kg_output_t *o, const char *name, kg_tas
 }
 
 int kg_outputs_finish(kg_outputs_t *run, bool ok, kg_task_result_t *result, char *err) {
-  int rc = ok ? KG_OK : KG_EINVAL;
+  int rc = ok ? KG_OK : KG_EFAILED;
   for (size_t i = 0; i < run->noutputs; i++) {
     kg_output_t *o = &run->outputs[i];
     if (rc) {
