@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "writer.h"
 
 #define KG_FIELD(f) KG_FIELD_OF(kg_config_t, f)
 
@@ -20,7 +21,6 @@ static const char *const writers[] = {"SimpleDataWriterBuilder", "AvroDataWriter
 static const char *const publishers[] = {"BaseDataPublisher", NULL};
 static const char *const launchers[] = {"LOCAL", "MAPREDUCE", NULL}; /* kg_launcher_t */
 static const char *const destinations[] = {"HDFS", "LOCAL", NULL};
-static const char *const formats[] = {"txt", "json", "csv", "avro", NULL};
 static const char *const path_types[] = {"tablename", "namespace_table", "default", NULL};
 static const char *const error_policies[] = {"skip", "fail", "quarantine", NULL};
 static const char *const estimators[] = {"AVG_RECORD_TIME", "AVG_RECORD_SIZE", "CUSTOM", NULL};
@@ -147,8 +147,7 @@ static const kg_property_t rows[] = {
      .names = destinations,
      .doc = "`HDFS` or `LOCAL`, as Gobblin names them; the file system written to is `writer.fs.uri`'s."},
     {.name = "writer.output.format",
-     .type = KG_PROP_ENUM,
-     .names = formats,
+     .type = KG_PROP_STRING,
      .def_doc = "txt (avro with AvroDataWriterBuilder)",
      .computed = default_output_format,
      .set = set_output_format,
@@ -440,12 +439,20 @@ static char *default_output_format(const kg_config_t *c, const void *options) {
       builder && !strcmp(kg_config_class_name(builder, tmp, sizeof tmp), "AvroDataWriterBuilder") ? "avro" : "txt");
 }
 
-/* The format is kept as its lower-case name: it is the output files' extension. */
+/* One of the formats of the writer registry (writer.c), matched case-insensitively and kept as the registry names
+ * it: it is the output files' extension. */
 static int set_output_format(const kg_config_t *config, void *options, const kg_property_t *p, const char *key,
                              kg_property_value_t *v, char *errbuf) {
-  (void)config, (void)key, (void)errbuf;
   kg_config_t *c = options;
-  c->output_format = kg_xstrdup(p->names[v->e]);
+  const char *formats[32];
+  kg_writer_formats(formats, sizeof formats / sizeof formats[0]);
+  char tmp[256];
+  snprintf(tmp, sizeof tmp, "%s", v->s);
+  free(v->s);
+  const char *name = key ? key : p->name;
+  int e = kg_config_parse_enum(name, kg_config_origin(config, name), kg_strtrim(tmp), formats, errbuf);
+  if (e < 0) return KG_EINVAL;
+  c->output_format = kg_xstrdup(formats[e]);
   return KG_OK;
 }
 

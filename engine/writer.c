@@ -30,10 +30,33 @@ int kg_writer_find(const char *builder_class, const char *format, const kg_write
       *out = backends[i].ops;
       return KG_OK;
     }
-  return kg_fail(errbuf, KG_EINVAL,
-                 "no writer for writer.builder.class=%s and writer.output.format=%s: SimpleDataWriterBuilder writes "
-                 "txt, json and csv, AvroDataWriterBuilder writes avro",
-                 builder_class ? builder_class : "(default)", format ? format : "(none)");
+  kg_buf_t what = {0}; /* each builder class and its formats, as "B writes a, b and c, C writes d" */
+  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+    bool first = true, last = true;
+    for (size_t k = 0; k < i && first; k++)
+      first = strcmp(backends[k].builder_class, backends[i].builder_class) != 0;
+    for (size_t k = i + 1; k < sizeof backends / sizeof backends[0] && last; k++)
+      last = strcmp(backends[k].builder_class, backends[i].builder_class) != 0;
+    if (first)
+      kg_buf_appendf(&what, "%s%s writes %s", what.len ? ", " : "", backends[i].builder_class, backends[i].format);
+    else
+      kg_buf_appendf(&what, "%s%s", last ? " and " : ", ", backends[i].format);
+  }
+  int rc = kg_fail(errbuf, KG_EINVAL, "no writer for writer.builder.class=%s and writer.output.format=%s: %s",
+                   builder_class ? builder_class : "(default)", format ? format : "(none)", what.data);
+  kg_buf_free(&what);
+  return rc;
+}
+
+void kg_writer_formats(const char **out, size_t size) {
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof backends / sizeof backends[0] && n + 1 < size; i++) {
+    bool seen = false;
+    for (size_t k = 0; k < n && !seen; k++)
+      seen = !strcmp(out[k], backends[i].format);
+    if (!seen) out[n++] = backends[i].format;
+  }
+  out[n] = NULL;
 }
 
 int kg_writer_io_error(const kg_writer_t *w, const char *reason, char *errbuf) {

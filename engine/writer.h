@@ -148,6 +148,10 @@ kg_writer_options_t kg_writer_options_of(const kg_config_t *config, const kg_wri
 /* The backend for writer.builder.class BUILDER_CLASS (its last dotted part is matched; NULL for the default,
  * SimpleDataWriterBuilder) and writer.output.format FORMAT. KG_EINVAL naming both when there is none. */
 int kg_writer_find(const char *builder_class, const char *format, const kg_writer_ops_t **out, char *errbuf);
+
+/* The formats of the registry's rows (writer.output.format's values), each once, in the registry's order: at most
+ * SIZE - 1 of them into OUT, then NULL. */
+void kg_writer_formats(const char **out, size_t size);
 /* The simple writer (writer_simple.c): each record's bytes, optionally preceded by its size, then the
  * delimiter; the file compressed as a whole by gzip or zstd, or not. Also the writer of quarantined records, as
  * JSON lines. */

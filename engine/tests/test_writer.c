@@ -141,6 +141,18 @@ static void test_find(void) {
   CHECK_INT(kg_writer_find("gobblin.writer.AvroDataWriterBuilder", "txt", &ops, err), KG_EINVAL);
   CHECK_CONTAINS(err, "writer.builder.class=gobblin.writer.AvroDataWriterBuilder");
   CHECK_CONTAINS(err, "AvroDataWriterBuilder writes avro");
+  CHECK_CONTAINS(err, ": SimpleDataWriterBuilder writes txt, json and csv, AvroDataWriterBuilder writes avro");
+  /* writer.output.format's values: the registry's formats, each once, in its order, and no more than asked. */
+  const char *names[8];
+  kg_writer_formats(names, 8);
+  CHECK_STR(names[0], "txt");
+  CHECK_STR(names[1], "json");
+  CHECK_STR(names[2], "csv");
+  CHECK_STR(names[3], "avro");
+  CHECK(names[4] == NULL);
+  kg_writer_formats(names, 3);
+  CHECK_STR(names[1], "json");
+  CHECK(names[2] == NULL);
 }
 
 /* A backend of its own through the interface: the writer counts what the backend says its header, each record
