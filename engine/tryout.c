@@ -78,12 +78,8 @@ int kg_tryout_validate(const kg_config_t *c, FILE *out, char *errbuf) {
   kg_buf_free(&hooks);
   char *fp = kg_task_file_path(c->path_type, c->extract_namespace, "<topic>", "<yyyyMMddHHmmss>");
   const kg_writer_settings_t *settings = kg_writer_settings(c);
-  row(out, "writer", "%s writer, %s, codec %s: %s/%s%s/part.<taskId>.%s",
-      writer == &kg_writer_avro  ? "the Avro"
-      : writer == &kg_writer_csv ? "the CSV"
-                                 : "the simple",
-      c->output_format, codec_names[settings->codec], c->final_dir, fp, kg_partitioner_of(c) ? "/<time folders>" : "",
-      settings->ext);
+  row(out, "writer", "%s, %s, codec %s: %s/%s%s/part.<taskId>.%s", writer->title, c->output_format,
+      codec_names[settings->codec], c->final_dir, fp, kg_partitioner_of(c) ? "/<time folders>" : "", settings->ext);
   free(fp);
   if (writer == &kg_writer_csv) {
     const kg_csv_options_t *csv = kg_csv_options(c);

@@ -105,6 +105,7 @@ typedef struct {
  * file in ERRBUF (kg_writer_io_error makes the I/O ones). */
 typedef struct {
   const char *name;                   /* "simple", "avro" */
+  const char *title;                  /* what `kingest validate` calls it: "the simple writer" */
   const kg_config_section_t *section; /* its property rows, whose options OPEN gets in OPTIONS->backend; NULL: none */
   /* Sets up W->impl from OPTIONS once W->stream is open; may write what the format puts first, and *BYTES
    * gets how many bytes that is (starts at 0). */

@@ -246,6 +246,7 @@ static void ocf_release(kg_writer_t *w) {
 
 const kg_writer_ops_t kg_writer_avro = {
     .name = "avro",
+    .title = "the Avro writer",
     .section = &kg_writer_avro_section,
     .open = ocf_open,
     .write = ocf_write,

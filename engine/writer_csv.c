@@ -323,6 +323,7 @@ static int csv_finish(kg_writer_t *w, int64_t *bytes, char *errbuf) {
 
 const kg_writer_ops_t kg_writer_csv = {
     .name = "csv",
+    .title = "the CSV writer",
     .section = &kg_writer_csv_section,
     .open = csv_open,
     .write = csv_write,

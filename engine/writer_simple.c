@@ -222,6 +222,7 @@ const kg_simple_options_t *kg_simple_options(const kg_config_t *config) {
 
 const kg_writer_ops_t kg_writer_simple = {
     .name = "simple",
+    .title = "the simple writer",
     .section = &kg_writer_simple_section,
     .open = simple_open,
     .write = simple_write,
