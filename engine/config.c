@@ -7,8 +7,10 @@
  * union. `kingest properties` prints the same rows, so the documented defaults are the ones the code uses.
  *
  * Adding a property: a row in its section's table, where its check belongs in the order, a field in that
- * section's options when a backend reads the value (KG_FIELD_OF), and the output of `kingest properties
- * --markdown` pasted over README.md's table (readme_spec checks they agree; test_props checks the row). */
+ * section's options when a backend reads the value (KG_FIELD_OF), and docs/properties.md's table written again
+ * from `kingest properties --markdown` by scripts/gen-properties (docs_spec checks they agree; test_props checks
+ * the row). A doc's links name a heading of the manual (`[Avro](#avro)`); scripts/gen-properties points each at
+ * the page of docs/ that has it. Adding a backend with its rows: docs/architecture.md, "Adding a backend". */
 #include "config.h"
 
 #include <ctype.h>

@@ -92,10 +92,10 @@ void kg_config_destroy(kg_config_t *config);
 int kg_jobfile_load(const char *path, kg_props_t **out, bool *is_lua, char *errbuf);
 
 /* A property row: one per property kingest knows, read by one loop in kg_config_new and printed by `kingest
- * properties` (and, with --markdown, as the README's table). A row says how a value is parsed (TYPE, with
+ * properties` (and, with --markdown, as docs/properties.md's table). A row says how a value is parsed (TYPE, with
  * MIN/MAX or NAMES), what applies when the job does not give it (DEF, parsed by the same code as a user's value;
  * or COMPUTED), where the value lands in its section's options (OFFSET and SIZE, or SET for the odd ones) and
- * what it means (DOC, one line; `code` and [links](#anchors) are Markdown). */
+ * what it means (DOC, one line; `code` and [links](#anchors) to the manual's headings are Markdown). */
 typedef enum {
   KG_PROP_STRING, /* char *: the value as given */
   KG_PROP_PATH,   /* char *: absolute (against the current folder; a file:// prefix is accepted); the default
@@ -221,7 +221,7 @@ char *kg_config_absolute(const char *path);
 char *kg_config_default_path(const char *name, const char *work_dir);
 
 /* Prints the property table to OUT: for `kingest properties` (a name line, then its doc and its default
- * indented), or with MARKDOWN as the README's table. */
+ * indented), or with MARKDOWN as docs/properties.md's table. */
 void kg_config_print_properties(FILE *out, bool markdown);
 
 /* Parses a value among ALLOWED (a NULL-terminated list, matched case-insensitively). Returns its index,
