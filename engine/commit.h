@@ -1,5 +1,5 @@
 /* commit.h: the commit phase: publishing the tasks' files and storing the new offsets, all or nothing and
- * exactly once, with the journal that lets a later run finish a commit a killed run left under way (README,
+ * exactly once, with the journal that lets a later run finish a commit a killed run left under way (docs/running.md,
  * "Commit protocol"; docs/behaviour.md, section 8). */
 #ifndef KG_COMMIT_H
 #define KG_COMMIT_H

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
+
 /* The process's malloc, set before main: as many arenas as the default number of task threads (twice the cores),
  * not glibc's eight a core, and a fixed mmap threshold, so that a fetch's buffer of a megabyte goes back to the
  * system when it is freed instead of raising the threshold and staying in the heap. Each arena keeps memory of its
@@ -88,25 +90,10 @@ void kg_log_set_partition(const char *topic, int32_t partition) {
   log_partition = partition;
 }
 
-/* Appends S to OUT (at *N, of SIZE bytes) as the inside of a JSON string; stops short rather than overflow. */
+/* Appends S to OUT (at *N, of SIZE bytes) as the inside of a JSON string (kg_json_escape); stops short rather than
+ * overflow. */
 static void json_escape(char *out, size_t size, int *n, const char *s) {
-  for (const unsigned char *p = (const unsigned char *)s; *p && (size_t)*n + 8 < size; p++) {
-    unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      out[(*n)++] = '\\';
-      out[(*n)++] = (char)c;
-    } else if (c == '\n') {
-      out[(*n)++] = '\\';
-      out[(*n)++] = 'n';
-    } else if (c == '\t') {
-      out[(*n)++] = '\\';
-      out[(*n)++] = 't';
-    } else if (c < 0x20 || c == 0x7f) {
-      *n += snprintf(out + *n, size - (size_t)*n, "\\u%04x", c);
-    } else {
-      out[(*n)++] = (char)c;
-    }
-  }
+  if ((size_t)*n + 8 < size) *n += (int)kg_json_escape(out + *n, size - 8 - (size_t)*n, s, strlen(s));
 }
 
 /* One JSON object: time (UTC, RFC 3339 with milliseconds), level, message, then the job, job_id, task, topic and
@@ -477,21 +464,18 @@ bool kg_fault(const char *point) {
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t stop_group; /* kg_stop_also_signal */
 
-/* Appends S to the line at *N of SIZE bytes, as the inside of a JSON string when ESCAPE: async-signal-safe. */
+/* Appends S to the line at *N of SIZE bytes, as the inside of a JSON string when ESCAPE (kg_json_escape), keeping 7
+ * bytes free: async-signal-safe. */
 static void put(char *line, size_t size, size_t *n, const char *s, bool escape) {
-  for (; *s && *n + 7 < size; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (escape && (c == '"' || c == '\\')) {
-      line[(*n)++] = '\\';
-      line[(*n)++] = (char)c;
-    } else if (escape && c < 0x20) {
-      static const char hex[] = "0123456789abcdef";
-      const char u[] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
-      put(line, size, n, u, false);
-    } else {
-      line[(*n)++] = (char)c;
-    }
+  if (*n + 7 >= size) return;
+  size_t len = strlen(s), room = size - 7 - *n;
+  if (escape) {
+    *n += kg_json_escape(line + *n, room, s, len);
+    return;
   }
+  if (len > room) len = room;
+  memcpy(line + *n, s, len);
+  *n += len;
 }
 
 /* Appends V as NDIGITS decimal digits: async-signal-safe. */

@@ -6,8 +6,8 @@
 #include "kg_ffi.h"
 
 #include "kg_avro.h"
-#include "jsoncodec.h"
 #include "kafka.h"
+#include "lua_bridge.h"
 #include "kg_common.h"
 
 /* Hands DATA (LEN bytes) to the batch's sink as an output of the record being processed (batch->next - 1).
@@ -60,13 +60,13 @@ int64_t kg_ffi_clock_mono_ms(void) { return kg_mono_ms(); }
 
 /* The bytes gobblin.json's next decode on this thread reads, when it is given no string: a record view's payload,
  * read where it is. */
-void kg_ffi_json_source(const char *data, size_t len) { kg_jc_set_source(data, len); }
+void kg_ffi_json_source(const char *data, size_t len) { kg_lua_json_set_source(data, len); }
 
 /* Hands the JSON text gobblin.json last staged on this thread (its encode_staged) to the batch's sink, as
  * kg_ffi_batch_emit does. Returns 0, the sink's error, or KG_EINVAL when nothing was staged. */
 int kg_ffi_json_emit(kg_batch_t *batch) {
   const char *data;
   size_t len;
-  if (!kg_jc_take_output(&data, &len)) return KG_EINVAL;
+  if (!kg_lua_json_take_output(&data, &len)) return KG_EINVAL;
   return kg_ffi_batch_emit(batch, data, len);
 }

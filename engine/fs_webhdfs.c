@@ -1,14 +1,14 @@
 /* fs_webhdfs.c: HDFS over WebHDFS (webhdfs://[USER@]HOST:PORT, PORT the NameNode's HTTP port) behind the kg_fs_t
- * interface, with libcurl.
+ * interface, over the engine's HTTP client (http.h).
  *
  * Every call is one or two REST requests to /webhdfs/v1<path>?op=...&user.name=USER (simple authentication: the
  * NameNode believes the name; Kerberos is not spoken). A stream spools its bytes into an unnamed local temporary
  * file, where truncate can take bytes back, and hands them to HDFS on sync or close: the first time with CREATE
  * (overwrite=false: never replaces a file), later with APPEND. Both are two requests: the NameNode names a
- * DataNode (noredirect=true, so the answer is JSON and not a 307 that curl would follow with a body it cannot
- * send again), and the bytes go there. Bytes handed to HDFS cannot be taken back.
+ * DataNode (noredirect=true, so the answer is JSON and not a 307), and the bytes go there in a request of their
+ * own, never along a redirect. Bytes handed to HDFS cannot be taken back.
  *
- * Thread safety: the kg_fs_t is read-only after open and each request has its own curl handle, so tasks on
+ * Thread safety: the kg_fs_t is read-only after open and each request has its own connection, so tasks on
  * different threads share one file system; a stream belongs to one thread.
  *
  * Retries: a request that could not connect, timed out, got a 5xx, or got one of the exceptions a NameNode
@@ -16,7 +16,6 @@
  * starts) is tried again a few times with growing pauses. RENAME is not idempotent, so it is tried again only
  * when the NameNode cannot have done it: a refused connection or an answer saying the call failed. */
 #include <ctype.h>
-#include "curl_api.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -29,6 +28,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "http.h"
 #include "json.h"
 
 #define WEBHDFS_ATTEMPTS           4          /* tries of one request, by default */
@@ -60,39 +60,12 @@ static char *op_url(const webhdfs_t *w, const char *path, const char *op, const 
 
 /* ---- requests ------------------------------------------------------------------------------------------ */
 
-/* What a request got: a status and a body, or a transport failure. */
-typedef struct {
-  CURLcode cc; /* CURLE_OK when an answer came */
-  char curl_err[CURL_ERROR_SIZE];
-  long status;   /* HTTP status when cc is CURLE_OK */
-  kg_buf_t body; /* the answer's body, NUL-terminated when not empty */
-} reply_t;
-
 /* A body to upload: bytes [OFFSET, OFFSET + LEN) of file FD. */
 typedef struct {
   int fd;
   int64_t offset;
   int64_t len;
-  int64_t sent; /* bytes handed to curl so far */
 } upload_t;
-
-static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
-  kg_buf_t *body = userdata;
-  if (body->len + size * n > WEBHDFS_MAX_ANSWER) return 0; /* stops the transfer: CURLE_WRITE_ERROR */
-  kg_buf_append(body, data, size * n);
-  return size * n;
-}
-
-static size_t on_read(char *buffer, size_t size, size_t n, void *userdata) {
-  upload_t *u = userdata;
-  int64_t left = u->len - u->sent;
-  size_t want = size * n < (uint64_t)left ? size * n : (size_t)left;
-  if (!want) return 0;
-  ssize_t got = pread(u->fd, buffer, want, (off_t)(u->offset + u->sent));
-  if (got <= 0) return CURL_READFUNC_ABORT; /* the spool file cannot be read, or is shorter than it was */
-  u->sent += got;
-  return (size_t)got;
-}
 
 /* How a request may be tried again. */
 typedef enum {
@@ -102,7 +75,8 @@ typedef enum {
 } retry_t;
 
 /* The exception of a RemoteException answer, or "". */
-static void remote_exception(const reply_t *r, char *name, size_t name_size, char *message, size_t message_size) {
+static void remote_exception(const kg_http_response_t *r, char *name, size_t name_size, char *message,
+                             size_t message_size) {
   name[0] = message[0] = 0;
   kg_json_t *doc = NULL;
   char err[KG_ERRLEN];
@@ -119,9 +93,11 @@ static void remote_exception(const reply_t *r, char *name, size_t name_size, cha
 }
 
 /* True for an answer that says the operation failed without happening and may work when tried again: a 5xx, or
- * the exceptions of a NameNode that restarts (a DataNode's stale connection to it, its start-up safe mode). */
-static bool answer_is_transient(const reply_t *r) {
+ * the exceptions of a NameNode that restarts (a DataNode's stale connection to it, its start-up safe mode). A
+ * success carries no exception. */
+static bool answer_is_transient(const kg_http_response_t *r) {
   if (r->status >= 500) return true;
+  if (r->status < 400) return false;
   char name[128], message[16];
   remote_exception(r, name, sizeof name, message, sizeof message);
   return !strcmp(name, "EOFException") || !strcmp(name, "ConnectException") || !strcmp(name, "RetriableException") ||
@@ -134,82 +110,51 @@ static void sleep_ms(int64_t ms) {
   }
 }
 
-/* One try of METHOD on URL, uploading UPLOAD when not NULL. */
-static void perform(const webhdfs_t *w, const char *method, const char *url, upload_t *upload, reply_t *r) {
-  r->body.len = 0;
-  if (r->body.data) r->body.data[0] = 0;
-  r->curl_err[0] = 0;
-  r->status = 0;
-  CURL *curl = curl_easy_init();
-  if (!curl) {
-    r->cc = CURLE_FAILED_INIT;
-    return;
-  }
-  struct curl_slist *headers = curl_slist_append(NULL, "Accept: application/json");
-  curl_easy_setopt(curl, CURLOPT_URL, url);
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r->body);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, r->curl_err);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM for timeouts: tasks are threads */
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, w->connect_ms);
-  /* Never follow a redirect: WebHDFS's 307s lead to a DataNode, and an upload cannot be sent twice. */
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "kingest/" KINGEST_VERSION);
-  if (upload) {
-    upload->sent = 0;
-    headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
-    headers = curl_slist_append(headers, "Expect:"); /* no 100-continue round trip */
-    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(curl, CURLOPT_READDATA, upload);
-    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)upload->len);
-    /* A large file takes as long as it takes; a stalled one fails. The answer comes once the DataNode has closed
-     * the file, which is within the same bound. */
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (w->timeout_ms + 999) / 1000);
-  } else {
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, w->timeout_ms);
-  }
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  r->cc = curl_easy_perform(curl);
-  if (r->cc == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
+/* The HTTP client's judge of one try, as the request's retry_t (ARG) allows. */
+static kg_http_verdict_t judge(void *arg, const kg_http_response_t *r) {
+  retry_t retry = *(const retry_t *)arg;
+  if (r->failure == KG_HTTP_FAIL_NONE)
+    return retry != RETRY_UNSENT && answer_is_transient(r) ? KG_HTTP_AGAIN : KG_HTTP_DONE;
+  if (retry == RETRY_IDEMPOTENT) return KG_HTTP_AGAIN;
+  return r->failure == KG_HTTP_FAIL_CONNECT ? KG_HTTP_AGAIN : KG_HTTP_DONE; /* the request never reached the server */
 }
 
-/* METHOD on URL (uploading UPLOAD when not NULL), tried again as RETRY allows. Returns KG_OK when an answer came
- * (any status: the caller judges it), or KG_EIO with the transport failure of the last try in ERRBUF. */
-static int request(const webhdfs_t *w, const char *method, const char *url, upload_t *upload, retry_t retry, reply_t *r,
-                   char *errbuf) {
-  int rc = kg_curl_load(errbuf);
-  if (rc) return rc;
-  int64_t started = kg_mono_ms(), pause = WEBHDFS_RETRY_PAUSE_MS;
-  for (int attempt = 1;; attempt++) {
-    perform(w, method, url, upload, r);
-    bool again;
-    if (r->cc == CURLE_OK)
-      again = retry != RETRY_UNSENT && answer_is_transient(r);
-    else if (retry == RETRY_IDEMPOTENT)
-      again = true;
-    else /* the request never reached the server */
-      again = r->cc == CURLE_COULDNT_CONNECT || r->cc == CURLE_COULDNT_RESOLVE_HOST;
-    if (!again || attempt >= w->attempts) break;
-    KG_DEBUG("WebHDFS %s %s: %s; trying again in %lld ms", method, url,
-             r->cc == CURLE_OK ? "a transient failure" : curl_easy_strerror(r->cc), (long long)pause);
-    sleep_ms(pause);
-    pause *= 2;
+/* METHOD on URL (uploading UPLOAD when not NULL), tried again as RETRY allows, with pauses that double from
+ * WEBHDFS_RETRY_PAUSE_MS. Never follows a redirect: WebHDFS's 307s lead to a DataNode, and an upload goes there as
+ * a request of its own. Returns KG_OK when an answer came (any status: the caller judges it), or KG_EIO with the
+ * transport failure of the last try in ERRBUF. */
+static int request(const webhdfs_t *w, const char *method, const char *url, const upload_t *upload, retry_t retry,
+                   kg_http_response_t *r, char *errbuf) {
+  static const char *const plain[] = {"Accept: application/json", NULL};
+  static const char *const octets[] = {"Accept: application/json", "Content-Type: application/octet-stream", NULL};
+  kg_http_request_t req = {
+      .method = method,
+      .url = url,
+      .headers = upload ? octets : plain,
+      .answer = {.cap = WEBHDFS_MAX_ANSWER},
+      .connect_timeout_ms = w->connect_ms,
+      .retry = {.attempts = w->attempts, .pause_ms = WEBHDFS_RETRY_PAUSE_MS, .judge = judge, .judge_arg = &retry},
+      .any_status = true,
+      .service = "WebHDFS"};
+  if (upload) {
+    req.body =
+        (kg_http_body_t){.kind = KG_HTTP_BODY_FILE, .fd = upload->fd, .offset = upload->offset, .len = upload->len};
+    /* A large file takes as long as it takes; a stalled one fails. The answer comes once the DataNode has closed the
+     * file, which is within the same bound. */
+    req.stall_ms = w->timeout_ms;
+  } else {
+    req.timeout_ms = w->timeout_ms;
   }
-  if (r->cc == CURLE_OK) return KG_OK;
-  return kg_fail(errbuf, KG_EIO, "WebHDFS at %s did not answer: %s (%d attempts in %.1f s)", w->name,
-                 r->curl_err[0] ? r->curl_err : curl_easy_strerror(r->cc), w->attempts,
-                 (double)(kg_mono_ms() - started) / 1000.0);
+  char why[KG_ERRLEN];
+  if (kg_http_perform(NULL, &req, r, why) == KG_OK) return KG_OK;
+  if (!r->attempts) return kg_fail(errbuf, KG_EIO, "%s", why); /* libcurl cannot be loaded */
+  return kg_fail(errbuf, KG_EIO, "WebHDFS at %s did not answer: %s (%d attempt%s in %.1f s)", w->name, r->error,
+                 r->attempts, r->attempts == 1 ? "" : "s", (double)r->elapsed_ms / 1000.0);
 }
 
 /* The reason an answer gives for failing: "MESSAGE (EXCEPTION, HTTP STATUS)", or the start of a body that is not
  * a RemoteException. */
-static void answer_reason(const reply_t *r, char *out, size_t size) {
+static void answer_reason(const kg_http_response_t *r, char *out, size_t size) {
   char name[128], message[768];
   remote_exception(r, name, sizeof name, message, sizeof message);
   if (message[0]) {
@@ -226,14 +171,15 @@ static void answer_reason(const reply_t *r, char *out, size_t size) {
   }
 }
 
-static bool exception_is(const reply_t *r, const char *exception) {
+static bool exception_is(const kg_http_response_t *r, const char *exception) {
   char name[128], message[16];
   remote_exception(r, name, sizeof name, message, sizeof message);
   return !strcmp(name, exception);
 }
 
 /* Parses the answer body as JSON; KG_EIO naming WHAT when it is not. */
-static int answer_json(const webhdfs_t *w, const reply_t *r, const char *what, kg_json_t **doc, char *errbuf) {
+static int answer_json(const webhdfs_t *w, const kg_http_response_t *r, const char *what, kg_json_t **doc,
+                       char *errbuf) {
   char err[KG_ERRLEN];
   if (kg_json_parse(r->body.len ? r->body.data : "", r->body.len, "answer", doc, err))
     return kg_fail(errbuf, KG_EIO, "%s: WebHDFS at %s answered HTTP %ld with something that is not JSON: %s", what,
@@ -242,7 +188,7 @@ static int answer_json(const webhdfs_t *w, const reply_t *r, const char *what, k
 }
 
 /* The boolean of a {"boolean": B} answer; false when the answer is something else. */
-static bool answer_boolean(const reply_t *r) {
+static bool answer_boolean(const kg_http_response_t *r) {
   kg_json_t *doc = NULL;
   char err[KG_ERRLEN];
   bool b = false;
@@ -263,7 +209,7 @@ static int upload(const webhdfs_t *w, const char *path, bool append, int fd, int
                   char *errbuf) {
   const char *op = append ? "APPEND" : "CREATE", *method = append ? "POST" : "PUT";
   *exists = false;
-  reply_t r = {0};
+  kg_http_response_t r = {0};
   upload_t body = {.fd = fd, .offset = offset, .len = len};
   char *url = op_url(w, path, op, append ? "&noredirect=true" : "&noredirect=true&overwrite=false");
   int rc = KG_OK;
@@ -304,16 +250,16 @@ static int upload(const webhdfs_t *w, const char *path, bool append, int fd, int
      * a space quota); take it away, so that the path is free again and a retry does not find it. */
     if (!append) {
       char *del = op_url(w, path, "DELETE", "&recursive=false");
-      reply_t d = {0};
+      kg_http_response_t d = {0};
       char ignored[KG_ERRLEN];
       request(w, "DELETE", del, NULL, RETRY_IDEMPOTENT, &d, ignored);
-      kg_buf_free(&d.body);
+      kg_http_response_free(&d);
       free(del);
     }
     if (!answer_is_transient(&r) || attempt >= w->attempts) break;
     sleep_ms(WEBHDFS_RETRY_PAUSE_MS << (attempt - 1));
   }
-  kg_buf_free(&r.body);
+  kg_http_response_free(&r);
   free(url);
   return rc;
 }
@@ -426,10 +372,10 @@ static void stream_abort(kg_fs_stream_t *stream) {
   webhdfs_stream_t *s = (webhdfs_stream_t *)stream;
   if (s->ours) { /* synced before: the file is on HDFS */
     char *url = op_url(s->w, s->path, "DELETE", "&recursive=false");
-    reply_t r = {0};
+    kg_http_response_t r = {0};
     char ignored[KG_ERRLEN];
     request(s->w, "DELETE", url, NULL, RETRY_IDEMPOTENT, &r, ignored);
-    kg_buf_free(&r.body);
+    kg_http_response_free(&r);
     free(url);
   }
   stream_free(s);
@@ -446,7 +392,7 @@ static int file_status(const webhdfs_t *w, const char *path, bool *found, bool *
   *found = false;
   if (is_dir) *is_dir = false;
   char *url = op_url(w, path, "GETFILESTATUS", NULL);
-  reply_t r = {0};
+  kg_http_response_t r = {0};
   char why[KG_ERRLEN];
   int rc = request(w, "GET", url, NULL, RETRY_IDEMPOTENT, &r, errbuf);
   if (rc) {
@@ -458,7 +404,7 @@ static int file_status(const webhdfs_t *w, const char *path, bool *found, bool *
     answer_reason(&r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "%s", why);
   }
-  kg_buf_free(&r.body);
+  kg_http_response_free(&r);
   free(url);
   return rc;
 }
@@ -473,7 +419,7 @@ static int webhdfs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
   const webhdfs_t *w = state(fs);
   if (check_path(w, path, errbuf)) return KG_EIO;
   char *url = op_url(w, path, "MKDIRS", NULL);
-  reply_t r = {0};
+  kg_http_response_t r = {0};
   char why[KG_ERRLEN];
   int rc = request(w, "PUT", url, NULL, RETRY_IDEMPOTENT, &r, why);
   if (rc) {
@@ -482,7 +428,7 @@ static int webhdfs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
     answer_reason(&r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "cannot create folder %s on %s: %s", path, w->name, why);
   }
-  kg_buf_free(&r.body);
+  kg_http_response_free(&r);
   free(url);
   if (rc) errno = EIO;
   return rc;
@@ -530,7 +476,7 @@ static int webhdfs_rename(kg_fs_t *fs, const char *src, const char *dst, char *e
   kg_buf_append_url_escaped(&extra, dst, true);
   char *url = op_url(w, src, "RENAME", extra.data);
   kg_buf_free(&extra);
-  reply_t r = {0};
+  kg_http_response_t r = {0};
   char why[KG_ERRLEN];
   int rc = request(w, "PUT", url, NULL, RETRY_UNDONE, &r, why);
   if (rc) {
@@ -546,7 +492,7 @@ static int webhdfs_rename(kg_fs_t *fs, const char *src, const char *dst, char *e
       answer_reason(&r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "cannot move %s to %s on %s: %s", src, dst, w->name, why);
   }
-  kg_buf_free(&r.body);
+  kg_http_response_free(&r);
   free(url);
   return rc;
 }
@@ -567,7 +513,7 @@ static int webhdfs_list(kg_fs_t *fs, const char *path, char ***names, size_t *co
   *count = 0;
   if (check_path(w, path, errbuf)) return KG_EIO;
   char *url = op_url(w, path, "LISTSTATUS", NULL);
-  reply_t r = {0};
+  kg_http_response_t r = {0};
   char why[KG_ERRLEN];
   kg_json_t *doc = NULL;
   int rc = request(w, "GET", url, NULL, RETRY_IDEMPOTENT, &r, why);
@@ -595,7 +541,7 @@ static int webhdfs_list(kg_fs_t *fs, const char *path, char ***names, size_t *co
     }
   }
   kg_json_free(doc);
-  kg_buf_free(&r.body);
+  kg_http_response_free(&r);
   free(url);
   return rc;
 }
@@ -604,7 +550,7 @@ static int webhdfs_remove_tree(kg_fs_t *fs, const char *path, char *errbuf) {
   const webhdfs_t *w = state(fs);
   if (check_path(w, path, errbuf)) return KG_EIO;
   char *url = op_url(w, path, "DELETE", "&recursive=true");
-  reply_t r = {0};
+  kg_http_response_t r = {0};
   char why[KG_ERRLEN];
   int rc = request(w, "DELETE", url, NULL, RETRY_IDEMPOTENT, &r, why);
   if (rc) {
@@ -613,7 +559,7 @@ static int webhdfs_remove_tree(kg_fs_t *fs, const char *path, char *errbuf) {
     answer_reason(&r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "cannot remove %s on %s: %s", path, w->name, why);
   }
-  kg_buf_free(&r.body);
+  kg_http_response_free(&r);
   free(url);
   return rc;
 }
@@ -632,7 +578,7 @@ static int webhdfs_check_writable(kg_fs_t *fs, const char *path, const char *pro
   char why[KG_ERRLEN];
   if (webhdfs_mkdirs(fs, path, why)) return kg_fail(errbuf, KG_EIO, "%s: %s", property, why);
   char *url = op_url(w, path, "CHECKACCESS", "&fsaction=-wx");
-  reply_t r = {0};
+  kg_http_response_t r = {0};
   int rc = request(w, "GET", url, NULL, RETRY_IDEMPOTENT, &r, why);
   if (rc) {
     kg_fail(errbuf, KG_EIO, "%s: cannot check that %s on %s is writable: %s", property, path, w->name, why);
@@ -640,7 +586,7 @@ static int webhdfs_check_writable(kg_fs_t *fs, const char *path, const char *pro
     answer_reason(&r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "%s: %s on %s is not writable: %s", property, path, w->name, why);
   }
-  kg_buf_free(&r.body);
+  kg_http_response_free(&r);
   free(url);
   return rc;
 }
@@ -668,7 +614,7 @@ static int webhdfs_read(kg_fs_t *fs, const char *path, kg_buf_t *out, char *errb
   const webhdfs_t *w = state(fs);
   if (check_path(w, path, errbuf)) return KG_EIO;
   char *url = op_url(w, path, "OPEN", "&noredirect=true");
-  reply_t r = {0};
+  kg_http_response_t r = {0};
   kg_json_t *doc = NULL;
   char why[KG_ERRLEN];
   int rc = request(w, "GET", url, NULL, RETRY_IDEMPOTENT, &r, why);
@@ -694,7 +640,7 @@ static int webhdfs_read(kg_fs_t *fs, const char *path, kg_buf_t *out, char *errb
   else
     kg_buf_append(out, r.body.data ? r.body.data : "", r.body.len);
   kg_json_free(doc);
-  kg_buf_free(&r.body);
+  kg_http_response_free(&r);
   free(url);
   return rc;
 }

@@ -6,7 +6,7 @@
  * sharing a Lua lock; the engine makes one lua_pcall per batch, the script pulls records from the batch's FFI
  * array and pushes output back through the kg_ffi_* functions (ffi.c), so no C-to-Lua callback happens per
  * record. Every call into Lua is protected and carries a traceback. Each state also gets gobblin.json's core,
- * the C side of the scripts' JSON codec (jsoncodec.h builds its tape and writes its text; the Lua values are made
+ * the C side of the scripts' JSON codec (json.h builds its tape and writes its text; the Lua values are made
  * and read here). A pass-through job's batches are written without a call into Lua. No other file includes
  * lua.h. */
 #include "lua_bridge.h"
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "jsoncodec.h"
+#include "json.h"
 #include "lua_alloc.h"
 
 struct kg_lua {
@@ -87,7 +87,7 @@ static int no_exit(lua_State *L) {
                        "decode.error.policy handles");
 }
 
-/* gobblin.json's core (package.preload["gobblin.json.core"]): the codec of jsoncodec.h between JSON text and Lua
+/* gobblin.json's core (package.preload["gobblin.json.core"]): the codec of json.h between JSON text and Lua
  * values. Decoding builds tables of the right size from the parser's tape; JSON null is a light userdata NULL (the
  * value cjson.null has too), and integers beyond 2^53 that fit 64 bits become int64_t or uint64_t cdata, made by
  * the module's hooks.int64 (C cannot make cdata). Each decoded array gets the metatable array_mt, each object the
@@ -147,7 +147,7 @@ typedef struct {
  * live one, and a Lua userdata holds a pointer to it: a pointer kept only in LuaJIT's own heap (not malloc
  * memory) would leave the buffers unreachable in LeakSanitizer's eyes. The userdata's __gc frees it. */
 typedef struct json_state {
-  kg_jc_parser_t parser;
+  kg_json_parser_t parser;
   kg_buf_t out;
   json_key_t keys[KG_JSON_KEY_SLOTS]; /* their strings: upvalue 3's table, at the same place + 1 */
   uint32_t last_id;                   /* the last key id given */
@@ -176,7 +176,7 @@ static int json_state_gc(lua_State *L) {
     json_states = st->next;
   if (st->next) st->next->prev = st->prev;
   pthread_mutex_unlock(&json_states_lock);
-  kg_jc_parser_free(&st->parser);
+  kg_json_parser_free(&st->parser);
   kg_buf_free(&st->out);
   kg_buf_free(&st->text);
   for (size_t i = 0; i < KG_JSON_SHAPE_SLOTS; i++)
@@ -233,8 +233,8 @@ static void json_hook(lua_State *L, const char *name, int nargs) {
 
 /* Pushes object key token K, the NTH key of the document: from the key cache when it is the key cached there.
  * Returns the key's id, or 0 when it is not cached. */
-static uint32_t json_push_key(lua_State *L, json_state_t *st, const kg_jc_tok_t *k, size_t nth) {
-  const char *bytes = kg_jc_string(&st->parser, k);
+static uint32_t json_push_key(lua_State *L, json_state_t *st, const kg_json_tok_t *k, size_t nth) {
+  const char *bytes = kg_json_tok_string(&st->parser, k);
   if (nth >= KG_JSON_KEY_SLOTS || k->n == 0 || k->n > KG_JSON_KEY_MAX) {
     lua_pushlstring(L, bytes, k->n);
     return 0;
@@ -348,17 +348,17 @@ static void json_push_shape(lua_State *L, json_state_t *st, size_t base, size_t 
     lua_rawgeti(L, JSON_SHAPE_MTS, (int)slot + 1);
     return;
   }
-  const kg_jc_parser_t *p = &st->parser;
+  const kg_json_parser_t *p = &st->parser;
   st->text.len = 0;
   for (size_t i = 0; i < n; i++) {
-    const kg_jc_tok_t *k = &p->tape[st->kpos[base + i]];
-    json_text_key(&st->text, 's', kg_jc_string(p, k), k->n);
+    const kg_json_tok_t *k = &p->tape[st->kpos[base + i]];
+    json_text_key(&st->text, 's', kg_json_tok_string(p, k), k->n);
   }
   if (!json_shape_find(L, st)) {
     json_shape_begin(L, n);
     for (size_t i = 0; i < n; i++) {
-      const kg_jc_tok_t *k = &p->tape[st->kpos[base + i]];
-      lua_pushlstring(L, kg_jc_string(p, k), k->n);
+      const kg_json_tok_t *k = &p->tape[st->kpos[base + i]];
+      lua_pushlstring(L, kg_json_tok_string(p, k), k->n);
       if (!json_shape_add(L)) lua_pop(L, 1); /* a key the document repeats: its first place */
     }
     json_shape_end(L);
@@ -389,24 +389,24 @@ static void json_open_key(json_state_t *st, uint32_t id, size_t kpos) {
 /* Pushes the value of the tape's token at *POS (and of what it holds), moving *POS past them; *NKEYS counts the
  * object keys met. */
 static void json_build(lua_State *L, json_state_t *st, size_t *pos, size_t *nkeys) {
-  const kg_jc_parser_t *p = &st->parser;
-  const kg_jc_tok_t *t = &p->tape[(*pos)++];
+  const kg_json_parser_t *p = &st->parser;
+  const kg_json_tok_t *t = &p->tape[(*pos)++];
   switch (t->type) {
-  case KG_JC_NULL: lua_pushlightuserdata(L, NULL); return;
-  case KG_JC_FALSE: lua_pushboolean(L, 0); return;
-  case KG_JC_TRUE: lua_pushboolean(L, 1); return;
-  case KG_JC_NUMBER: lua_pushnumber(L, t->v.d); return;
-  case KG_JC_INT:
-  case KG_JC_UINT:
+  case KG_JSON_TOK_NULL: lua_pushlightuserdata(L, NULL); return;
+  case KG_JSON_TOK_FALSE: lua_pushboolean(L, 0); return;
+  case KG_JSON_TOK_TRUE: lua_pushboolean(L, 1); return;
+  case KG_JSON_TOK_NUMBER: lua_pushnumber(L, t->v.d); return;
+  case KG_JSON_TOK_INT:
+  case KG_JSON_TOK_UINT:
     /* The high and low 32 bits, and whether the value is unsigned. */
     lua_pushnumber(L, (double)(t->v.u >> 32));
     lua_pushnumber(L, (double)(t->v.u & 0xffffffffu));
-    lua_pushboolean(L, t->type == KG_JC_UINT);
+    lua_pushboolean(L, t->type == KG_JSON_TOK_UINT);
     json_hook(L, "int64", 3);
     return;
-  case KG_JC_STRING:
-  case KG_JC_ESCAPED_STRING: lua_pushlstring(L, kg_jc_string(p, t), t->n); return;
-  case KG_JC_ARRAY: {
+  case KG_JSON_TOK_STRING:
+  case KG_JSON_TOK_ESCAPED_STRING: lua_pushlstring(L, kg_json_tok_string(p, t), t->n); return;
+  case KG_JSON_TOK_ARRAY: {
     luaL_checkstack(L, 3, "JSON nested too deep");
     lua_createtable(L, t->n > INT_MAX ? INT_MAX : (int)t->n, 0);
     for (uint32_t i = 1; i <= t->n; i++) {
@@ -417,7 +417,7 @@ static void json_build(lua_State *L, json_state_t *st, size_t *pos, size_t *nkey
     lua_setmetatable(L, -2);
     return;
   }
-  case KG_JC_OBJECT: {
+  case KG_JSON_TOK_OBJECT: {
     luaL_checkstack(L, 10, "JSON nested too deep");
     lua_createtable(L, 0, t->n > INT_MAX ? INT_MAX : (int)t->n);
     if (!t->n) {
@@ -441,6 +441,43 @@ static void json_build(lua_State *L, json_state_t *st, size_t *pos, size_t *nkey
   }
 }
 
+/* The bytes the next decode on this thread reads when it is given none (kg_lua_json_set_source), and the text the
+ * next kg_ffi_json_emit on this thread writes (encode_staged's): each taken once. */
+static __thread const char *json_source_data;
+static __thread size_t json_source_len;
+static __thread bool json_source_set;
+static __thread const char *json_output_data;
+static __thread size_t json_output_len;
+static __thread bool json_output_set;
+
+void kg_lua_json_set_source(const char *data, size_t len) {
+  json_source_data = data;
+  json_source_len = len;
+  json_source_set = true;
+}
+
+static bool json_take_source(const char **data, size_t *len) {
+  if (!json_source_set) return false;
+  *data = json_source_data;
+  *len = json_source_len;
+  json_source_set = false;
+  return true;
+}
+
+static void json_set_output(const char *data, size_t len) {
+  json_output_data = data;
+  json_output_len = len;
+  json_output_set = true;
+}
+
+bool kg_lua_json_take_output(const char **data, size_t *len) {
+  if (!json_output_set) return false;
+  *data = json_output_data;
+  *len = json_output_len;
+  json_output_set = false;
+  return true;
+}
+
 /* decode(text [, max_depth]): the value of JSON TEXT; with TEXT nil, of the bytes kg_ffi_json_source staged. */
 static int json_decode(lua_State *L) {
   json_state_t *st = json_state(L);
@@ -449,7 +486,7 @@ static int json_decode(lua_State *L) {
   if (lua_type(L, 1) == LUA_TSTRING) {
     text = lua_tolstring(L, 1, &len);
   } else if (lua_isnoneornil(L, 1)) {
-    if (!kg_jc_take_source(&text, &len)) return luaL_error(L, "gobblin.json: no bytes to decode");
+    if (!json_take_source(&text, &len)) return luaL_error(L, "gobblin.json: no bytes to decode");
   } else {
     return luaL_error(L, "gobblin.json.decode expects a string or a record view, got %s", luaL_typename(L, 1));
   }
@@ -457,7 +494,7 @@ static int json_decode(lua_State *L) {
   if (max_depth < 1 || max_depth > KG_JSON_MAX_DEPTH)
     return luaL_error(L, "gobblin.json: max_depth must be from 1 to %d", KG_JSON_MAX_DEPTH);
   char err[KG_ERRLEN];
-  if (kg_jc_parse(&st->parser, text, len, (int)max_depth, err)) {
+  if (kg_json_parse_tape(&st->parser, text, len, (int)max_depth, err)) {
     lua_pushstring(L, err);
     return lua_error(L);
   }
@@ -512,7 +549,7 @@ static void json_encode_value(lua_State *L, kg_buf_t *out, int idx, int depth, b
 /* How a value of a table decoded from Avro is written when it is a string (its __jsonavro's fields or items). */
 typedef struct {
   enum { JSON_TEXT, JSON_BYTES, JSON_DECIMAL, JSON_MIXED } as; /* MIXED: text when it is UTF-8, else bytes */
-  long scale; /* JSON_DECIMAL: the decimal's scale (-1: not one kg_jc_write_decimal takes) */
+  long scale; /* JSON_DECIMAL: the decimal's scale (-1: not one kg_json_write_decimal takes) */
 } json_kind_t;
 
 /* What a table is to the encoder. */
@@ -524,7 +561,7 @@ static json_kind_t json_kind_at(lua_State *L, int idx) {
   if (lua_type(L, idx) == LUA_TNUMBER) {
     double s = lua_tonumber(L, idx);
     k.as = JSON_DECIMAL;
-    k.scale = s >= 0 && s <= KG_JC_DECIMAL_MAX_SCALE && s == floor(s) ? (long)s : -1;
+    k.scale = s >= 0 && s <= KG_JSON_DECIMAL_MAX_SCALE && s == floor(s) ? (long)s : -1;
   } else if (lua_type(L, idx) == LUA_TSTRING) {
     json_push_const(L, JC_S_BYTES);
     json_push_const(L, JC_S_MIXED);
@@ -553,17 +590,18 @@ static void json_encode_member(lua_State *L, kg_buf_t *out, int idx, int depth, 
   if (kind.as != JSON_TEXT && lua_type(L, idx) == LUA_TSTRING) {
     size_t n;
     const char *s = lua_tolstring(L, idx, &n);
-    if (kind.as == JSON_BYTES || (kind.as == JSON_MIXED && !kg_jc_utf8_valid(s, n))) {
-      kg_jc_write_bytes(out, s, n);
+    if (kind.as == JSON_BYTES || (kind.as == JSON_MIXED && !kg_utf8_valid(s, n))) {
+      kg_json_write_bytes(out, s, n);
       return;
     }
     if (kind.as == JSON_MIXED) {
-      kg_jc_write_string(out, s, n);
+      kg_json_write_string(out, s, n);
       return;
     }
-    if (!kg_jc_write_decimal(out, (const unsigned char *)s, n, kind.scale))
+    if (!kg_json_write_decimal(out, (const unsigned char *)s, n, kind.scale))
       luaL_error(L, "cannot encode as JSON: a decimal of %d bytes with scale %d (at most %d bytes and scale %d)",
-                 (int)(n > INT_MAX ? INT_MAX : n), (int)kind.scale, KG_JC_DECIMAL_MAX_BYTES, KG_JC_DECIMAL_MAX_SCALE);
+                 (int)(n > INT_MAX ? INT_MAX : n), (int)kind.scale, KG_JSON_DECIMAL_MAX_BYTES,
+                 KG_JSON_DECIMAL_MAX_SCALE);
     return;
   }
   json_encode_value(L, out, idx, depth, avro);
@@ -576,17 +614,17 @@ static void json_write_key(lua_State *L, kg_buf_t *out, int key) {
   int t = lua_type(L, key);
   if (t == LUA_TSTRING) {
     s = lua_tolstring(L, key, &n);
-    kg_jc_write_string(out, s, n);
+    kg_json_write_string(out, s, n);
   } else if (t == LUA_TNUMBER) {
     lua_pushvalue(L, key); /* a copy: lua_tolstring would change the key lua_next needs */
     s = lua_tolstring(L, -1, &n);
-    kg_jc_write_string(out, s, n);
+    kg_json_write_string(out, s, n);
     lua_pop(L, 1);
   } else {
     luaL_error(L, "cannot encode as JSON: a table key is a %s (object keys are strings or numbers)",
                luaL_typename(L, key));
   }
-  kg_jc_put(out, ':');
+  kg_json_put(out, ':');
 }
 
 /* The length of the table at IDX as an array: 0 when it is empty, -1 when it is to be written as an object. */
@@ -688,14 +726,14 @@ static void json_write_rest(lua_State *L, kg_buf_t *out, int idx, int index, int
   }
   qsort(rest, (size_t)n, sizeof *rest, json_rest_cmp);
   for (int i = 0; i < n; i++) {
-    if (!*first) kg_jc_put(out, ',');
+    if (!*first) kg_json_put(out, ',');
     *first = false;
     lua_rawgeti(L, keys, rest[i].at);
     lua_pushvalue(L, -1);
     lua_rawget(L, idx);
     int top = lua_gettop(L);
-    kg_jc_write_string(out, rest[i].s, rest[i].n);
-    kg_jc_put(out, ':');
+    kg_json_write_string(out, rest[i].s, rest[i].n);
+    kg_json_put(out, ':');
     json_encode_member(L, out, top, depth + 1, avro, json_member_kind(L, fields, items, top - 1));
     lua_pop(L, 2);
   }
@@ -707,12 +745,12 @@ static void json_write_rest(lua_State *L, kg_buf_t *out, int idx, int index, int
  * sorted; else its members go in lua_next's order. MT: the metatable's stack index. */
 static void json_write_object(lua_State *L, kg_buf_t *out, int idx, int depth, bool typed, int mt, int order,
                               bool strings, bool avro, int fields, json_kind_t items) {
-  kg_jc_put(out, '{');
+  kg_json_put(out, '{');
   bool first = true;
   if (!typed) {
     lua_pushnil(L);
     while (lua_next(L, idx)) {
-      if (!first) kg_jc_put(out, ',');
+      if (!first) kg_json_put(out, ',');
       first = false;
       int top = lua_gettop(L);
       json_write_key(L, out, top - 1);
@@ -733,10 +771,10 @@ static void json_write_object(lua_State *L, kg_buf_t *out, int idx, int depth, b
         const char *key = lua_tolstring(L, base + 1, &klen);
         lua_rawget(L, idx);
         if (lua_type(L, base + 1) != LUA_TNIL) {
-          if (!first) kg_jc_put(out, ',');
+          if (!first) kg_json_put(out, ',');
           first = false;
-          kg_jc_write_string(out, key, klen);
-          kg_jc_put(out, ':');
+          kg_json_write_string(out, key, klen);
+          kg_json_put(out, ':');
           json_encode_value(L, out, base + 1, depth + 1, false);
           present++;
         }
@@ -751,7 +789,7 @@ static void json_write_object(lua_State *L, kg_buf_t *out, int idx, int depth, b
         lua_rawget(L, idx);
         bool there = lua_type(L, base + 2) != LUA_TNIL;
         if (there || avro) {
-          if (!first) kg_jc_put(out, ',');
+          if (!first) kg_json_put(out, ',');
           first = false;
           json_write_key(L, out, base + 1);
           json_encode_member(L, out, base + 2, depth + 1, avro, json_member_kind(L, fields, items, base + 1));
@@ -774,7 +812,7 @@ static void json_write_object(lua_State *L, kg_buf_t *out, int idx, int depth, b
     if (total > present)
       json_write_rest(L, out, idx, json_order_index(L, mt, order), depth, avro, fields, items, &first);
   }
-  kg_jc_put(out, '}');
+  kg_json_put(out, '}');
 }
 
 /* What the metatable at stack index MT says (json_mtinfo_t), read from the cache or into it; *SLOT: its slot. */
@@ -881,15 +919,15 @@ static void json_encode_table(lua_State *L, kg_buf_t *out, int idx, int depth) {
   if (type != JSON_OBJECT) {
     double n = json_array_length(L, idx);
     if (n > 0 || (n == 0 && type == JSON_ARRAY)) {
-      kg_jc_put(out, '[');
+      kg_json_put(out, '[');
       int base = lua_gettop(L);
       for (int i = 1; i <= (int)n; i++) {
-        if (i > 1) kg_jc_put(out, ',');
+        if (i > 1) kg_json_put(out, ',');
         lua_rawgeti(L, idx, i);
         json_encode_member(L, out, base + 1, depth + 1, avro, items);
         lua_settop(L, base);
       }
-      kg_jc_put(out, ']');
+      kg_json_put(out, ']');
       lua_settop(L, top);
       return;
     }
@@ -914,11 +952,11 @@ static void json_encode_value(lua_State *L, kg_buf_t *out, int idx, int depth, b
   case LUA_TSTRING: {
     size_t n;
     const char *s = lua_tolstring(L, idx, &n);
-    kg_jc_write_string(out, s, n);
+    kg_json_write_string(out, s, n);
     return;
   }
   case LUA_TNUMBER:
-    if (!kg_jc_write_double(out, lua_tonumber(L, idx))) {
+    if (!kg_json_write_double(out, lua_tonumber(L, idx))) {
       if (avro) {
         json_write_nonfinite(out, lua_tonumber(L, idx));
         return;
@@ -986,7 +1024,7 @@ static int json_encode_staged(lua_State *L) {
   lua_settop(L, 1);
   kg_buf_t *out = json_encode_arg(L);
   st->closed = false;
-  kg_jc_set_output(out->data, out->len);
+  json_set_output(out->data, out->len);
   return 0;
 }
 

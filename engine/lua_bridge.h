@@ -83,4 +83,10 @@ void kg_lua_stage(kg_lua_t *lua, char *out, size_t size);
 /* Adds the script's own metrics (ctx.metrics counters, meters, histograms) to METRICS. */
 int kg_lua_collect(kg_lua_t *lua, kg_metrics_t *metrics, char *errbuf);
 
+/* gobblin.json's hand-offs with the FFI (ffi.c): the bytes the next decode on this thread reads when it is given
+ * none (a record's payload straight from the fetch buffer, without a Lua string made of it); and, taken once, the
+ * JSON text its last encode_staged on this thread wrote into the codec's buffer (false when there is none). */
+void kg_lua_json_set_source(const char *data, size_t len);
+bool kg_lua_json_take_output(const char **data, size_t *len);
+
 #endif

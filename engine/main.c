@@ -19,7 +19,7 @@
 #include "tryout.h"
 #include "workunit.h"
 
-/* Exit statuses (README, "Exit codes"). */
+/* Exit statuses (docs/operations.md, "Exit codes"). */
 enum {
   KG_EXIT_OK = 0,      /* done: the run committed everything up to the high watermarks */
   KG_EXIT_FAILED = 1,  /* failed: a bad job, a task or the commit failed; nothing of it is committed (but see
@@ -247,7 +247,7 @@ static const char *usage_properties =
     "Lists the job properties kingest reads, with their defaults and meaning.\n"
     "\n"
     "Options:\n"
-    "      --markdown  Print them as the Markdown table of README.md's \"Job properties\"\n"
+    "      --markdown  Print them as the Markdown table of docs/properties.md\n"
     "  -h, --help      Show this help\n";
 
 static const char *usage_version =

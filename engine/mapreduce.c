@@ -1,7 +1,6 @@
 /* mapreduce.c: the execute phase as a map-only Hadoop Streaming job (mapreduce.h). */
 #include "mapreduce.h"
 
-#include "curl_api.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "executor.h"
+#include "http.h"
 #include "json.h"
 #include "result.h"
 #include "writer.h"
@@ -238,37 +238,25 @@ typedef struct {
   kg_buf_t seen; /* the statuses logged last, one per line */
 } poller_t;
 
-static size_t on_answer(char *data, size_t size, size_t n, void *userdata) {
-  kg_buf_t *body = userdata;
-  if (body->len + size * n > (4u << 20)) return 0;
-  kg_buf_append(body, data, size * n);
-  return size * n;
-}
-
 static void poll_tasks(poller_t *p, const char *url) {
+  static const char *const headers[] = {"Accept: application/json", NULL};
+  kg_http_request_t req = {.url = url,
+                           .headers = headers,
+                           .answer = {.cap = 4 << 20},
+                           .connect_timeout_ms = 2000,
+                           .timeout_ms = 5000,
+                           .max_redirects = 5, /* the proxy may redirect to the coordinator */
+                           .any_status = true};
+  kg_http_response_t resp = {0};
   char why[KG_ERRLEN];
-  if (kg_curl_load(why)) return; /* the progress lines are a courtesy: the job's own calls report the error */
-  CURL *curl = curl_easy_init();
-  if (!curl) return;
-  kg_buf_t body = {0};
-  struct curl_slist *headers = curl_slist_append(NULL, "Accept: application/json");
-  curl_easy_setopt(curl, CURLOPT_URL, url);
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_answer);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L); /* the proxy may redirect to the coordinator */
-  long status = 0;
-  CURLcode cc = curl_easy_perform(curl);
-  if (cc == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
+  /* A failure is only logged: the progress lines are a courtesy, the job's own calls report the error. */
+  kg_http_perform(NULL, &req, &resp, why);
+  long status = resp.status;
+  const kg_buf_t body = resp.body;
   kg_json_t *doc = NULL;
   char err[KG_ERRLEN];
   const kg_json_t *tasks = NULL, *list = NULL;
-  if (cc == CURLE_OK && status == 200 && body.len && !kg_json_parse(body.data, body.len, url, &doc, err) &&
+  if (status == 200 && body.len && !kg_json_parse(body.data, body.len, url, &doc, err) &&
       (tasks = kg_json_get(doc, "tasks")) && (list = kg_json_get(tasks, "task")) && list->type == KG_JSON_ARRAY) {
     kg_buf_t now = {0};
     for (size_t i = 0; i < list->count; i++) {
@@ -291,12 +279,15 @@ static void poll_tasks(poller_t *p, const char *url) {
     }
     kg_buf_free(&p->seen);
     p->seen = now;
-  } else if (cc != CURLE_OK || status != 200) {
-    KG_DEBUG("Progress of the Hadoop job: %s answered %s %ld", url, cc == CURLE_OK ? "HTTP" : curl_easy_strerror(cc),
+  } else if (status != 200) {
+    KG_DEBUG("Progress of the Hadoop job: %s answered %s %ld", url,
+             status          ? "HTTP"
+             : resp.cause[0] ? resp.cause
+                             : resp.error,
              status);
   }
   kg_json_free(doc);
-  kg_buf_free(&body);
+  kg_http_response_free(&resp);
 }
 
 static void *poller(void *arg) {

@@ -1,5 +1,5 @@
 /* mapreduce.h: launcher.type=MAPREDUCE: the execute phase as a map-only Hadoop Streaming job on YARN, one task per
- * map (README, "Running on a Hadoop cluster"; docs/behaviour.md, section 11).
+ * map (docs/hadoop.md; docs/behaviour.md, section 11).
  *
  * The driver (kingest run) plans and packs as a standalone run does, writes one line per task to HDFS (the task's
  * id and work units, in the JSON of workunit.h, and the job's properties as the driver resolved them, secrets

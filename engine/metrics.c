@@ -107,21 +107,6 @@ void kg_metrics_free(kg_metrics_t *m) {
   memset(m, 0, sizeof *m);
 }
 
-void kg_json_string(kg_buf_t *out, const char *s) {
-  kg_buf_append(out, "\"", 1);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') {
-      kg_buf_append(out, "\\", 1);
-      kg_buf_append(out, p, 1);
-    } else if (*p < 0x20) {
-      kg_buf_appendf(out, "\\u%04x", *p);
-    } else {
-      kg_buf_append(out, p, 1);
-    }
-  }
-  kg_buf_append(out, "\"", 1);
-}
-
 void kg_metrics_json(const kg_metrics_t *m, kg_buf_t *out) {
   kg_buf_append(out, "{", 1);
   for (size_t i = 0; i < m->count; i++) {

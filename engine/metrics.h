@@ -2,6 +2,7 @@
 #ifndef KG_METRICS_H
 #define KG_METRICS_H
 
+#include "json.h"
 #include "kg_common.h"
 
 #define KG_M_RECORDS_READ        "gobblin.extractor.records.read"
@@ -44,11 +45,8 @@ void kg_metrics_json(const kg_metrics_t *m, kg_buf_t *out);
 /* Appends the values as a JSON object to OUT, each written so that it reads back exactly (the form metrics
  * travel in between the phases of a run). */
 void kg_metrics_json_exact(const kg_metrics_t *m, kg_buf_t *out);
-typedef struct kg_json kg_json_t;
 /* Adds every member of the JSON object OBJ (name: number) to M. KG_EINVAL names WHAT and the first member that
  * is not a number. */
 int kg_metrics_from_json(kg_metrics_t *m, const kg_json_t *obj, const char *what, char *errbuf);
-/* Appends S as a JSON string literal to OUT. */
-void kg_json_string(kg_buf_t *out, const char *s);
 
 #endif

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
+
 typedef struct {
   char *key;
   char *value;
@@ -118,26 +120,6 @@ size_t kg_props_count(const kg_props_t *props) { return props->count; }
 const char *kg_props_key_at(const kg_props_t *props, size_t i) { return props->items[i].key; }
 const char *kg_props_value_at(const kg_props_t *props, size_t i) { return props->items[i].value; }
 
-/* Appends the UTF-8 encoding of code point CP. */
-static void put_utf8(kg_buf_t *out, unsigned cp) {
-  char b[4];
-  size_t n;
-  if (cp < 0x80) {
-    b[0] = (char)cp;
-    n = 1;
-  } else if (cp < 0x800) {
-    b[0] = (char)(0xC0 | (cp >> 6));
-    b[1] = (char)(0x80 | (cp & 0x3F));
-    n = 2;
-  } else {
-    b[0] = (char)(0xE0 | (cp >> 12));
-    b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    b[2] = (char)(0x80 | (cp & 0x3F));
-    n = 3;
-  }
-  kg_buf_append(out, b, n);
-}
-
 static int hexval(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -168,7 +150,8 @@ static bool unescape(const char *s, size_t n, kg_buf_t *out) {
         if (h < 0) return false;
         cp = cp * 16 + (unsigned)h;
       }
-      put_utf8(out, cp);
+      char utf8[4];
+      kg_buf_append(out, utf8, kg_utf8_encode(utf8, cp));
       i += 4;
       break;
     }

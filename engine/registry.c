@@ -1,4 +1,5 @@
-/* registry.c: the schema registry client (registry.h): requests with libcurl, retries, and a cache of answers.
+/* registry.c: the schema registry client (registry.h): requests over the engine's HTTP client (http.h), with the
+ * registry's own rules for trying again, and a cache of answers.
  *
  * The cache is a hash table of entries that are also on a list in the order they were written: the oldest is
  * at the head, so both expiry (every entry older than the limit is at the front) and eviction past the
@@ -6,7 +7,6 @@
  * schema by id, 't' and the topic's name for a topic's latest schema. */
 #include "registry.h"
 
-#include "curl_api.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "http.h"
 #include "json.h"
 
 /* Answers bigger than this are not schemas; the transfer stops. */
@@ -35,7 +36,7 @@ struct entry {
 struct kg_registry {
   pthread_mutex_t mutex;
   kg_registry_options_t options; /* strings owned */
-  CURL *curl;                    /* one handle, so the connection is reused */
+  kg_http_t *http;               /* one handle, so the connection is reused */
   entry_t **buckets;             /* owned; NBUCKETS, a power of two */
   size_t nbuckets;
   size_t count;
@@ -59,9 +60,8 @@ int kg_registry_new_with(const kg_registry_options_t *o, kg_registry_t **out, ch
   if (o->cache_size < 1 || o->retry_timeout_ms < 0 || o->expire_ms < 0 || o->retry_pause_ms < 1 ||
       o->connect_timeout_ms < 1 || o->request_timeout_ms < 1)
     return kg_fail(errbuf, KG_EINVAL, "schema registry options out of range");
-  if (kg_curl_load(errbuf)) return KG_EREGISTRY; /* ERRBUF says why */
-  CURL *curl = curl_easy_init();
-  if (!curl) return kg_fail(errbuf, KG_EREGISTRY, "libcurl failed to make a handle");
+  kg_http_t *http = NULL;
+  if (kg_http_new(&http, errbuf)) return KG_EREGISTRY; /* ERRBUF says why */
 
   kg_registry_t *r = kg_xcalloc(1, sizeof *r);
   pthread_mutex_init(&r->mutex, NULL);
@@ -71,7 +71,7 @@ int kg_registry_new_with(const kg_registry_options_t *o, kg_registry_t **out, ch
     len--;
   r->options.url = kg_xstrndup(o->url, len);
   r->options.subject_suffix = kg_xstrdup(o->subject_suffix ? o->subject_suffix : "");
-  r->curl = curl;
+  r->http = http;
   r->seed = (unsigned)kg_mono_ms() ^ (unsigned)(uintptr_t)r;
   /* Buckets for the cache's most entries (at most 64K buckets: chains stay short enough for a cache that big). */
   r->nbuckets = 16;
@@ -138,7 +138,7 @@ void kg_registry_destroy(kg_registry_t *r) {
   while (r->oldest)
     entry_remove(r, r->oldest);
   free(r->buckets);
-  curl_easy_cleanup(r->curl);
+  kg_http_destroy(r->http);
   free((char *)r->options.url);
   free((char *)r->options.subject_suffix);
   pthread_mutex_destroy(&r->mutex);
@@ -188,39 +188,7 @@ static void cache_put(kg_registry_t *r, const uint8_t *key, size_t len, const ch
   r->count++;
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
-  kg_buf_t *body = userdata;
-  if (body->len + size * n > KG_REGISTRY_MAX_ANSWER) return 0; /* stops the transfer: CURLE_WRITE_ERROR */
-  kg_buf_append(body, data, size * n);
-  return size * n;
-}
-
-/* URL with its user information (user:password@) hidden, into OUT (SIZE bytes): what messages show. */
-static void shown_url(const char *url, char *out, size_t size) {
-  const char *host = strstr(url, "://");
-  host = host ? host + 3 : url;
-  size_t authority = strcspn(host, "/?#");
-  const char *at = memchr(host, '@', authority);
-  if (at)
-    snprintf(out, size, "%.*s***%s", (int)(host - url), url, at);
-  else
-    snprintf(out, size, "%s", url);
-}
-
-/* Sleeps MS milliseconds, in slices, so that a stop signal ends the wait: false when one did. */
-static bool pause_ms(int64_t ms) {
-  int64_t until = kg_mono_ms() + ms;
-  for (;;) {
-    if (kg_stop_signal()) return false;
-    int64_t left = until - kg_mono_ms();
-    if (left <= 0) return true;
-    if (left > 100) left = 100;
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = left * 1000000};
-    nanosleep(&ts, NULL);
-  }
-}
-
-/* What an attempt got, as the retry loop takes it. */
+/* What an attempt got, as the rules for trying again take it. */
 typedef enum {
   GOT_ANSWER,  /* 200: the body is the answer */
   GOT_UNKNOWN, /* 404: the registry does not know the key */
@@ -229,52 +197,34 @@ typedef enum {
   GOT_ERROR,   /* another status: a request the registry will never answer */
 } got_t;
 
-/* The outcome of one GET of URL within TIMEOUT_MS: *STATUS (0 without an answer), its body in BODY, the seconds
- * its Retry-After asks in *RETRY_AFTER (-1 when none), and in LAST a line saying what came. */
-static got_t attempt(kg_registry_t *r, const char *url, int64_t timeout_ms, long *status, kg_buf_t *body,
-                     int64_t *retry_after, char *last, size_t last_size) {
-  CURL *curl = r->curl;
-  char curl_err[CURL_ERROR_SIZE];
-  struct curl_slist *headers =
-      curl_slist_append(NULL, "Accept: application/vnd.schemaregistry.v1+json, application/json, */*");
-  curl_easy_reset(curl);
-  curl_err[0] = 0;
-  body->len = 0;
-  *status = 0;
-  *retry_after = -1;
-  curl_easy_setopt(curl, CURLOPT_URL, url);
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, body);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_err);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM for timeouts: tasks are threads */
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)r->options.connect_timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 3L);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "kingest/" KINGEST_VERSION);
-  r->requests++;
-  CURLcode cc = curl_easy_perform(curl);
-  curl_slist_free_all(headers);
-  if (cc != CURLE_OK) {
-    snprintf(last, last_size, "%s", curl_err[0] ? curl_err : curl_easy_strerror(cc));
-    return GOT_OUTAGE;
+static got_t got_of(const kg_http_response_t *resp) {
+  if (resp->failure != KG_HTTP_FAIL_NONE) return GOT_OUTAGE;
+  long s = resp->status;
+  if (s == 200) return GOT_ANSWER;
+  if (s == 404) return GOT_UNKNOWN;
+  if (s == 408 || s == 429 || s >= 500) return GOT_OUTAGE;
+  if (s == 401 || s == 403) return GOT_REFUSED;
+  return GOT_ERROR;
+}
+
+/* The seconds an answer's Retry-After asks (-1 when none, or it asks for no wait: the backoff's pause then). */
+static int64_t retry_after_of(const kg_http_response_t *resp) { return resp->status != 200 ? resp->retry_after_s : -1; }
+
+/* A line saying what an attempt got, into LAST: the transport failure, or the status with its meaning, the wait
+ * Retry-After asks, and a printable excerpt of the body. */
+static void describe(const kg_http_response_t *resp, char *last, size_t last_size) {
+  if (resp->failure != KG_HTTP_FAIL_NONE) {
+    snprintf(last, last_size, "%s", resp->error);
+    return;
   }
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
-  /* libcurl reads both forms of Retry-After: seconds, and an HTTP date (made seconds from now); 0 when there is none
-   * (or it asks for no wait: the backoff's pause then). */
-  curl_off_t wait = 0;
-  if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &wait) == CURLE_OK && wait > 0 && *status != 200)
-    *retry_after = (int64_t)wait;
+  const kg_buf_t *body = &resp->body;
   char text[256];
   size_t n = 0;
   for (size_t i = 0; i < body->len && n + 4 < sizeof text && i < 200; i++) /* a printable excerpt of the body */
     text[n++] = (unsigned char)body->data[i] < 32 ? ' ' : body->data[i];
   if (body->len > 200) text[n++] = '.', text[n++] = '.', text[n++] = '.';
   text[n] = 0;
-  long s = *status;
+  long s = resp->status;
   const char *meaning = s == 404   ? " (not found)"
                         : s == 401 ? " (unauthorized)"
                         : s == 403 ? " (forbidden)"
@@ -282,13 +232,27 @@ static got_t attempt(kg_registry_t *r, const char *url, int64_t timeout_ms, long
                         : s == 429 ? " (too many requests)"
                                    : "";
   char after[48] = "";
-  if (*retry_after >= 0) snprintf(after, sizeof after, ", Retry-After %lld s", (long long)*retry_after);
+  int64_t retry_after = retry_after_of(resp);
+  if (retry_after >= 0) snprintf(after, sizeof after, ", Retry-After %lld s", (long long)retry_after);
   snprintf(last, last_size, "HTTP %ld%s%s%s%s", s, meaning, after, text[0] ? ": " : "", text);
-  if (s == 200) return GOT_ANSWER;
-  if (s == 404) return GOT_UNKNOWN;
-  if (s == 408 || s == 429 || s >= 500) return GOT_OUTAGE;
-  if (s == 401 || s == 403) return GOT_REFUSED;
-  return GOT_ERROR;
+}
+
+/* The registry's rules for trying again (registry.h), as the HTTP client's judge of each attempt. */
+typedef struct {
+  bool retry_unknown; /* a 404 is an outage */
+  int refusals;       /* 401 and 403 so far */
+} judging_t;
+
+static kg_http_verdict_t judge(void *arg, const kg_http_response_t *resp) {
+  judging_t *j = arg;
+  switch (got_of(resp)) {
+  case GOT_ANSWER:
+  case GOT_ERROR: return KG_HTTP_DONE;
+  case GOT_UNKNOWN: return j->retry_unknown ? KG_HTTP_AGAIN : KG_HTTP_DONE;
+  case GOT_REFUSED: return ++j->refusals > 1 ? KG_HTTP_DONE : KG_HTTP_AGAIN_PAUSED; /* asked once more, a pause later */
+  case GOT_OUTAGE: break;
+  }
+  return KG_HTTP_AGAIN;
 }
 
 /* GETs URL (WHAT names what it is asked for, SHOWN is URL as messages show it), trying again while the registry
@@ -298,58 +262,81 @@ static got_t attempt(kg_registry_t *r, const char *url, int64_t timeout_ms, long
 static int http_get(kg_registry_t *r, const char *url, const char *shown, const char *what, bool retry_unknown,
                     kg_buf_t *body, char *errbuf) {
   const kg_registry_options_t *o = &r->options;
-  int64_t started = kg_mono_ms(), deadline = started + o->retry_timeout_ms;
-  int64_t next_pause = o->retry_pause_ms, timeout = o->request_timeout_ms;
-  int attempts = 0, refusals = 0;
-  char last[KG_ERRLEN / 2];
-  for (;;) {
-    long status;
-    int64_t retry_after;
-    attempts++;
-    got_t got = attempt(r, url, timeout, &status, body, &retry_after, last, sizeof last);
-    if (got == GOT_ANSWER) return KG_OK;
-    if (got == GOT_UNKNOWN && !retry_unknown)
-      return kg_fail(errbuf, KG_ENOTFOUND, "schema registry %s does not know %s: %s", shown, what, last);
-    if (got == GOT_ERROR)
-      return kg_fail(errbuf, KG_EREGISTRY,
-                     "schema registry %s answered %s for %s, a request it will not answer (is "
-                     "kafka.schema.registry.url the base URL of its API?)",
-                     shown, last, what);
-    if (got == GOT_REFUSED && ++refusals > 1)
-      return kg_fail(errbuf, KG_EREGISTRY, "authentication refused by schema registry %s: %s for %s, %d attempts",
-                     shown, last, what, attempts);
-    /* Tried again: after what Retry-After asks, or the next pause of the backoff, a quarter more at random so that
-     * tasks do not come back all at once. */
-    int64_t wait = next_pause + (int64_t)((uint64_t)rand_r(&r->seed) % (uint64_t)(next_pause / 4 + 1));
-    if (retry_after >= 0 && got != GOT_REFUSED) wait = retry_after * 1000;
-    next_pause = next_pause * 2 > 8 * o->retry_pause_ms ? 8 * o->retry_pause_ms : next_pause * 2;
-    int64_t now = kg_mono_ms();
-    if (got != GOT_REFUSED && now + wait >= deadline) {
-      char why[160] = "";
-      if (retry_after >= 0 && now < deadline)
-        snprintf(why, sizeof why, " (it asked for %lld s more, past the bound)", (long long)retry_after);
-      if (got == GOT_UNKNOWN)
-        return kg_fail(errbuf, KG_EREGISTRY,
-                       "schema registry %s does not know %s (%s), and still did not after %d attempt%s in %.1f s "
-                       "(kafka.schema.registry.retry.timeout.ms=%lld)%s: a registry that lost its schemas or a "
-                       "replica behind, not a bad record",
-                       shown, what, last, attempts, attempts == 1 ? "" : "s", (double)(now - started) / 1000.0,
-                       (long long)o->retry_timeout_ms, why);
-      return kg_fail(errbuf, KG_EREGISTRY,
-                     "schema registry %s did not answer %s: %d attempt%s in %.1f s "
-                     "(kafka.schema.registry.retry.timeout.ms=%lld)%s; the last got: %s",
-                     shown, what, attempts, attempts == 1 ? "" : "s", (double)(now - started) / 1000.0,
-                     (long long)o->retry_timeout_ms, why, last);
-    }
-    if (!pause_ms(wait))
-      return kg_fail(errbuf, KG_EREGISTRY,
-                     "stopped by a signal while waiting to ask schema registry %s again for %s (%d attempt%s; the "
-                     "last got: %s)",
-                     shown, what, attempts, attempts == 1 ? "" : "s", last);
-    /* A request tried again is bounded by the time left too, but gets at least a second. */
-    int64_t left = deadline - kg_mono_ms();
-    timeout = left < o->request_timeout_ms ? (left > 1000 ? left : 1000) : o->request_timeout_ms;
+  static const char *const headers[] = {"Accept: application/vnd.schemaregistry.v1+json, application/json, */*", NULL};
+  judging_t judging = {.retry_unknown = retry_unknown};
+  /* Tried again after what Retry-After asks, or the next pause of the backoff (doubling up to 8 times the first), a
+   * quarter more at random so that tasks do not come back all at once; until the retry timeout, a request tried
+   * again bounded by the time left too, but given at least a second. */
+  kg_http_request_t req = {
+      .url = url,
+      .headers = headers,
+      .answer = {.cap = KG_REGISTRY_MAX_ANSWER},
+      .connect_timeout_ms = o->connect_timeout_ms,
+      .timeout_ms = o->request_timeout_ms,
+      .max_redirects = 3,
+      .retry = {.deadline_ms = o->retry_timeout_ms > 0 ? o->retry_timeout_ms : KG_HTTP_DEADLINE_AT_START,
+                .pause_ms = o->retry_pause_ms,
+                .max_pause_ms = 8 * o->retry_pause_ms,
+                .jitter_seed = &r->seed,
+                .retry_after = true,
+                .interruptible = true,
+                .try_floor_ms = 1000,
+                .judge = judge,
+                .judge_arg = &judging},
+      .any_status = true,
+      .service = "schema registry"};
+  kg_http_response_t resp = {0};
+  char why[KG_ERRLEN];
+  kg_http_perform(r->http, &req, &resp, why); /* every outcome is judged below, by the last attempt */
+  r->requests += resp.attempts;
+  if (!resp.attempts) { /* nothing could be sent */
+    kg_http_response_free(&resp);
+    return kg_fail(errbuf, KG_EREGISTRY, "schema registry %s: %s", shown, why);
   }
+  int rc;
+  char last[KG_ERRLEN / 2];
+  describe(&resp, last, sizeof last);
+  int attempts = resp.attempts;
+  double took = (double)resp.elapsed_ms / 1000.0;
+  got_t got = got_of(&resp);
+  int64_t retry_after = retry_after_of(&resp);
+  if (got == GOT_ANSWER) {
+    *body = resp.body;
+    resp.body = (kg_buf_t){0};
+    rc = KG_OK;
+  } else if (got == GOT_UNKNOWN && !retry_unknown) {
+    rc = kg_fail(errbuf, KG_ENOTFOUND, "schema registry %s does not know %s: %s", shown, what, last);
+  } else if (got == GOT_ERROR) {
+    rc = kg_fail(errbuf, KG_EREGISTRY,
+                 "schema registry %s answered %s for %s, a request it will not answer (is "
+                 "kafka.schema.registry.url the base URL of its API?)",
+                 shown, last, what);
+  } else if (resp.stop == KG_HTTP_STOP_SIGNAL) {
+    rc = kg_fail(errbuf, KG_EREGISTRY,
+                 "stopped by a signal while waiting to ask schema registry %s again for %s (%d attempt%s; the "
+                 "last got: %s)",
+                 shown, what, attempts, attempts == 1 ? "" : "s", last);
+  } else if (got == GOT_REFUSED) {
+    rc = kg_fail(errbuf, KG_EREGISTRY, "authentication refused by schema registry %s: %s for %s, %d attempts", shown,
+                 last, what, attempts);
+  } else { /* the next pause would have passed the retry timeout */
+    char bound[160] = "";
+    if (retry_after >= 0 && resp.elapsed_ms < o->retry_timeout_ms)
+      snprintf(bound, sizeof bound, " (it asked for %lld s more, past the bound)", (long long)retry_after);
+    if (got == GOT_UNKNOWN)
+      rc = kg_fail(errbuf, KG_EREGISTRY,
+                   "schema registry %s does not know %s (%s), and still did not after %d attempt%s in %.1f s "
+                   "(kafka.schema.registry.retry.timeout.ms=%lld)%s: a registry that lost its schemas or a "
+                   "replica behind, not a bad record",
+                   shown, what, last, attempts, attempts == 1 ? "" : "s", took, (long long)o->retry_timeout_ms, bound);
+    else
+      rc = kg_fail(errbuf, KG_EREGISTRY,
+                   "schema registry %s did not answer %s: %d attempt%s in %.1f s "
+                   "(kafka.schema.registry.retry.timeout.ms=%lld)%s; the last got: %s",
+                   shown, what, attempts, attempts == 1 ? "" : "s", took, (long long)o->retry_timeout_ms, bound, last);
+  }
+  kg_http_response_free(&resp);
+  return rc;
 }
 
 /* Looks KEY up in the cache (unless FRESH) or at URL (WHAT names it in messages). JSON_SCHEMA: the answer is a JSON
@@ -360,7 +347,7 @@ static int lookup(kg_registry_t *r, const uint8_t *key, size_t key_len, const ch
                   bool json_schema, bool retry_unknown, bool fresh, char **schema, char *errbuf) {
   *schema = NULL;
   char shown[1024];
-  shown_url(url, shown, sizeof shown);
+  kg_http_shown_url(url, shown, sizeof shown);
   pthread_mutex_lock(&r->mutex);
   entry_t *e = cache_get(r, key, key_len);
   if (e && fresh) {
@@ -442,16 +429,19 @@ int kg_registry_latest(kg_registry_t *r, const char *topic, bool fresh, char **s
   char *url, *what;
   if (r->options.kind == KG_REGISTRY_CONFLUENT) {
     char *subject = kg_xasprintf("%s%s", topic, r->options.subject_suffix);
-    char *escaped = curl_easy_escape(r->curl, subject, 0);
-    url = kg_xasprintf("%s/subjects/%s/versions/latest", r->options.url, escaped ? escaped : subject);
+    kg_buf_t u = {0};
+    kg_buf_appendf(&u, "%s/subjects/", r->options.url);
+    kg_buf_append_url_escaped(&u, subject, false);
+    kg_buf_appendf(&u, "/versions/latest");
+    url = u.data;
     what = kg_xasprintf("the latest schema of subject %s (topic %s)", subject, topic);
-    curl_free(escaped);
     free(subject);
   } else {
-    char *escaped = curl_easy_escape(r->curl, topic, 0);
-    url = kg_xasprintf("%s/latest_with_type=%s", r->options.url, escaped ? escaped : topic);
+    kg_buf_t u = {0};
+    kg_buf_appendf(&u, "%s/latest_with_type=", r->options.url);
+    kg_buf_append_url_escaped(&u, topic, false);
+    url = u.data;
     what = kg_xasprintf("the latest schema of topic %s", topic);
-    curl_free(escaped);
   }
   int rc = lookup(r, key, tlen + 1, url, what, r->options.kind == KG_REGISTRY_CONFLUENT, false, fresh, schema, errbuf);
   free(url);

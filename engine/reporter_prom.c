@@ -2,9 +2,8 @@
  * written atomically to metrics.reporting.prometheus.file for node_exporter's textfile collector and PUT to a
  * Pushgateway (metrics.reporting.prometheus.pushgateway.url), when the run ends and every metrics.report.interval
  * during it. Every value is one run's: each report replaces the file and the job's group on the Pushgateway, so
- * the counts are gauges, not counters (README, "Prometheus", says why and lists the metrics). */
+ * the counts are gauges, not counters (docs/operations.md, "Prometheus", says why and lists the metrics). */
 #include <ctype.h>
-#include "curl_api.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -16,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "kafka.h"
 #include "report.h"
 
@@ -580,12 +580,6 @@ static int write_atomically(const char *path, const char *data, size_t len, char
   return rc;
 }
 
-static size_t on_response(char *data, size_t size, size_t n, void *arg) {
-  kg_buf_t *body = arg;
-  if (body->len < 512) kg_buf_append(body, data, size * n < 512 - body->len ? size * n : 512 - body->len);
-  return size * n;
-}
-
 /* The URL of the job's group on the Pushgateway: <url>/metrics/job/<job.name, URL-escaped>. */
 static char *group_url(const kg_config_t *c) {
   kg_buf_t url = {0};
@@ -594,44 +588,28 @@ static char *group_url(const kg_config_t *c) {
   return url.data;
 }
 
-/* PUTs BODY to URL within TIMEOUT_MS (connecting included); an answer other than 2xx is an error. */
+/* PUTs BODY to URL within TIMEOUT_MS (connecting included); an answer other than 2xx is an error, said as its
+ * status and the first line of its first 512 bytes. */
 static int push(const char *url, const char *body, size_t len, int64_t timeout_ms, char *errbuf) {
-  if (kg_curl_load(errbuf)) return KG_EIO; /* ERRBUF says why */
-  CURL *curl = curl_easy_init();
-  if (!curl) return kg_fail(errbuf, KG_EIO, "libcurl failed to start");
-  char curl_err[CURL_ERROR_SIZE] = "";
-  kg_buf_t answer = {0};
-  struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: text/plain; version=0.0.4; charset=utf-8");
-  curl_easy_setopt(curl, CURLOPT_URL, url);
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PUT");
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body ? body : "");
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_response);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_err);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM for timeouts: the run has threads */
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "kingest/" KINGEST_VERSION);
-  int rc = KG_OK;
-  CURLcode cc = curl_easy_perform(curl);
-  if (cc != CURLE_OK) {
-    rc = kg_fail(errbuf, KG_EIO, "%s", curl_err[0] ? curl_err : curl_easy_strerror(cc));
-  } else {
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    if (status < 200 || status > 299) {
-      size_t n = 0;
-      while (n < answer.len && answer.data[n] != '\n' && answer.data[n] != '\r')
-        n++;
-      rc = kg_fail(errbuf, KG_EIO, "HTTP %ld%s%.*s", status, n ? ": " : "", (int)n, answer.data ? answer.data : "");
-    }
+  static const char *const headers[] = {"Content-Type: text/plain; version=0.0.4; charset=utf-8", NULL};
+  kg_http_request_t req = {.method = "PUT",
+                           .url = url,
+                           .headers = headers,
+                           .body = {.kind = KG_HTTP_BODY_MEMORY, .data = body ? body : "", .len = (int64_t)len},
+                           .answer = {.cap = 512, .truncate = true},
+                           .connect_timeout_ms = timeout_ms,
+                           .timeout_ms = timeout_ms,
+                           .any_status = true,
+                           .service = "Pushgateway"};
+  kg_http_response_t resp = {0};
+  int rc = kg_http_perform(NULL, &req, &resp, errbuf);
+  if (!rc && (resp.status < 200 || resp.status > 299)) {
+    kg_http_reason(&resp, errbuf, KG_ERRLEN);
+    rc = KG_EIO;
+  } else if (rc && resp.attempts) {
+    rc = kg_fail(errbuf, KG_EIO, "%s", resp.error);
   }
-  kg_buf_free(&answer);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
+  kg_http_response_free(&resp);
   return rc;
 }
 

@@ -48,7 +48,7 @@ void kg_state_free_partitions(kg_partition_state_t *parts, size_t count);
 const kg_partition_state_t *kg_state_find(const kg_partition_state_t *parts, size_t count, const char *topic,
                                           int32_t partition);
 
-/* The commit, in three durable steps (see README, "Commit protocol"):
+/* The commit, in three durable steps (see docs/running.md, "Commit protocol"):
  * begin records the file moves and the new partition states under JOB_ID in one transaction; the caller
  * then carries out the moves; finish applies the partition states and clears the journal in one
  * transaction. abort clears a journal whose moves were undone. */

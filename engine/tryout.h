@@ -2,7 +2,7 @@
  * it reaches a broker (kg_job_check) and prints what the job is; `kingest test` feeds records read from stdin
  * through the job's record path (task.c's, with its Lua state, error policy, budget and writer) and prints
  * what would be written. Neither reaches Kafka, writes the job's output or state, or takes its lock. Their exit
- * statuses are sysexits.h's (README, "Trying a job without a broker"). */
+ * statuses are sysexits.h's (docs/scripting.md, "Trying a job without a broker"). */
 #ifndef KG_TRYOUT_H
 #define KG_TRYOUT_H
 

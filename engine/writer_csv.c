@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "json.h"
-#include "jsoncodec.h"
 #include "writer.h"
 
 /* JSON nesting a record may have, as gobblin.json's decode allows. */
@@ -36,10 +35,10 @@ typedef struct {
   size_t slot_mask;
   char delimiter;
   bool ignore_extra;
-  kg_jc_parser_t parser; /* reused from record to record */
-  size_t *values;        /* per column, the tape index of its value in the record being written, or SIZE_MAX */
-  kg_buf_t row;          /* the line being made, reused */
-  kg_buf_t field;        /* a nested value's JSON text, reused */
+  kg_json_parser_t parser; /* reused from record to record */
+  size_t *values;          /* per column, the tape index of its value in the record being written, or SIZE_MAX */
+  kg_buf_t row;            /* the line being made, reused */
+  kg_buf_t field;          /* a nested value's JSON text, reused */
 } csv_t;
 
 /* Runs a call of the simple writer on W with the simple writer's own state in W->impl. */
@@ -88,71 +87,22 @@ static void put_field(kg_buf_t *out, char delimiter, const char *s, size_t n) {
   kg_buf_append(out, "\"", 1);
 }
 
-/* Appends the number of token T as the shortest text that reads back as it. */
-static void put_number(kg_buf_t *out, const kg_jc_tok_t *t) {
-  if (t->type == KG_JC_INT)
-    kg_jc_write_integer(out, t->v.i < 0 ? 0 - t->v.u : t->v.u, t->v.i < 0);
-  else if (t->type == KG_JC_UINT)
-    kg_jc_write_integer(out, t->v.u, false);
-  else if (!kg_jc_write_double(out, t->v.d))
-    kg_buf_appendf(out, "%g", t->v.d); /* not finite: JSON cannot hold it, but a parse may overflow to it */
-}
-
-/* The tape index after the value at AT. */
-static size_t skip(const kg_jc_parser_t *p, size_t at) {
-  const kg_jc_tok_t *t = &p->tape[at++];
-  if (t->type != KG_JC_ARRAY && t->type != KG_JC_OBJECT) return at;
-  for (uint32_t i = 0; i < t->n; i++) {
-    if (t->type == KG_JC_OBJECT) at++; /* the key */
-    at = skip(p, at);
-  }
-  return at;
-}
-
-/* Appends the value at tape index AT as JSON text (a nested object or array); returns the index after it. */
-static size_t put_json(kg_buf_t *out, const kg_jc_parser_t *p, size_t at) {
-  const kg_jc_tok_t *t = &p->tape[at++];
-  switch (t->type) {
-  case KG_JC_NULL: kg_buf_append(out, "null", 4); break;
-  case KG_JC_FALSE: kg_buf_append(out, "false", 5); break;
-  case KG_JC_TRUE: kg_buf_append(out, "true", 4); break;
-  case KG_JC_NUMBER:
-  case KG_JC_INT:
-  case KG_JC_UINT: put_number(out, t); break;
-  case KG_JC_STRING:
-  case KG_JC_ESCAPED_STRING: kg_jc_write_string(out, kg_jc_string(p, t), t->n); break;
-  default:
-    kg_buf_append(out, t->type == KG_JC_ARRAY ? "[" : "{", 1);
-    for (uint32_t i = 0; i < t->n; i++) {
-      if (i) kg_buf_append(out, ",", 1);
-      if (t->type == KG_JC_OBJECT) {
-        const kg_jc_tok_t *k = &p->tape[at++];
-        kg_jc_write_string(out, kg_jc_string(p, k), k->n);
-        kg_buf_append(out, ":", 1);
-      }
-      at = put_json(out, p, at);
-    }
-    kg_buf_append(out, t->type == KG_JC_ARRAY ? "]" : "}", 1);
-  }
-  return at;
-}
-
 /* Appends the value at tape index AT as the field of its column. */
 static void put_value(csv_t *c, size_t at) {
-  const kg_jc_parser_t *p = &c->parser;
-  const kg_jc_tok_t *t = &p->tape[at];
+  const kg_json_parser_t *p = &c->parser;
+  const kg_json_tok_t *t = &p->tape[at];
   switch (t->type) {
-  case KG_JC_NULL: return; /* an empty field */
-  case KG_JC_FALSE: kg_buf_append(&c->row, "false", 5); return;
-  case KG_JC_TRUE: kg_buf_append(&c->row, "true", 4); return;
-  case KG_JC_NUMBER:
-  case KG_JC_INT:
-  case KG_JC_UINT: put_number(&c->row, t); return;
-  case KG_JC_STRING:
-  case KG_JC_ESCAPED_STRING: put_field(&c->row, c->delimiter, kg_jc_string(p, t), t->n); return;
+  case KG_JSON_TOK_NULL: return; /* an empty field */
+  case KG_JSON_TOK_FALSE: kg_buf_append(&c->row, "false", 5); return;
+  case KG_JSON_TOK_TRUE: kg_buf_append(&c->row, "true", 4); return;
+  case KG_JSON_TOK_NUMBER:
+  case KG_JSON_TOK_INT:
+  case KG_JSON_TOK_UINT: kg_json_write_number(&c->row, t); return;
+  case KG_JSON_TOK_STRING:
+  case KG_JSON_TOK_ESCAPED_STRING: put_field(&c->row, c->delimiter, kg_json_tok_string(p, t), t->n); return;
   default:
     c->field.len = 0;
-    put_json(&c->field, p, at);
+    kg_json_write_value(&c->field, p, at);
     put_field(&c->row, c->delimiter, c->field.data, c->field.len);
   }
 }
@@ -180,14 +130,14 @@ static void list_columns(const csv_t *c, char *out, size_t size) {
 /* Makes the line of the record in DATA into C->row; KG_ERECORD when it is not one. */
 static int make_row(kg_writer_t *w, csv_t *c, const char *data, size_t len, char *errbuf) {
   char why[KG_ERRLEN], cols[512];
-  if (kg_jc_parse(&c->parser, data, len, CSV_MAX_DEPTH, why))
+  if (kg_json_parse_tape(&c->parser, data, len, CSV_MAX_DEPTH, why))
     return refuse(w, errbuf,
                   "it is not a JSON object or array (the CSV writer takes a table, a JSON payload or an Avro record): "
                   "%s",
                   why);
-  const kg_jc_parser_t *p = &c->parser;
-  const kg_jc_tok_t *root = &p->tape[0];
-  if (root->type != KG_JC_OBJECT && root->type != KG_JC_ARRAY) {
+  const kg_json_parser_t *p = &c->parser;
+  const kg_json_tok_t *root = &p->tape[0];
+  if (root->type != KG_JSON_TOK_OBJECT && root->type != KG_JSON_TOK_ARRAY) {
     static const char *const names[] = {"null", "false", "true", "number", "number", "number", "string", "string"};
     return refuse(w, errbuf,
                   "it is a JSON %s, not an object or array (the CSV writer takes a table, a JSON payload or an Avro "
@@ -199,15 +149,15 @@ static int make_row(kg_writer_t *w, csv_t *c, const char *data, size_t len, char
   size_t at = 1;
   for (uint32_t i = 0; i < root->n; i++) {
     size_t col;
-    if (root->type == KG_JC_OBJECT) {
-      const kg_jc_tok_t *k = &p->tape[at++];
-      col = column_of(c, kg_jc_string(p, k), k->n);
+    if (root->type == KG_JSON_TOK_OBJECT) {
+      const kg_json_tok_t *k = &p->tape[at++];
+      col = column_of(c, kg_json_tok_string(p, k), k->n);
       if (col == SIZE_MAX && !c->ignore_extra) {
         list_columns(c, cols, sizeof cols);
         return refuse(w, errbuf,
                       "its field \"%.*s\" is not one of the columns (%s); writer.csv.extra.fields=ignore leaves such "
                       "fields out",
-                      (int)(k->n > 200 ? 200 : k->n), kg_jc_string(p, k), cols);
+                      (int)(k->n > 200 ? 200 : k->n), kg_json_tok_string(p, k), cols);
       }
     } else {
       col = i < c->ncolumns ? i : SIZE_MAX;
@@ -220,7 +170,7 @@ static int make_row(kg_writer_t *w, csv_t *c, const char *data, size_t len, char
       }
     }
     if (col != SIZE_MAX) c->values[col] = at; /* a key given twice: its last value, as a decoder keeps it */
-    at = skip(p, at);
+    at = kg_json_skip(p, at);
   }
   c->row.len = 0;
   for (size_t i = 0; i < c->ncolumns; i++) {
@@ -240,7 +190,7 @@ static void csv_release(kg_writer_t *w) {
   free(c->columns);
   free(c->slots);
   free(c->values);
-  kg_jc_parser_free(&c->parser);
+  kg_json_parser_free(&c->parser);
   kg_buf_free(&c->row);
   kg_buf_free(&c->field);
   free(c);

@@ -1,59 +1,86 @@
-/* fuzz_json.c: libFuzzer target for the JSON reader and the JSON forms built on it: any input either is refused
- * with an error, or reads as a value; a work unit that reads back is written again and must read back the same.
- * And for the scripts' codec (jsoncodec.h): any input is refused with an error naming a byte, or parses into a
- * tape that, written back as text, parses into the same tape; what the engine's reader takes, it takes too. */
+/* fuzz_json.c: libFuzzer target for the JSON parser of json.h and what is built on it: any input is refused with an
+ * error naming a byte, or parses into a tape that, written back as text, parses into the same tape; the tree of the
+ * engine's documents takes what the tape takes within its depth bound, and a work unit that reads back from it is
+ * written again and must read back the same. And for the writer's string escaper: the input as a JSON string reads
+ * back as the same bytes, and with too little room it writes a string that reads back as a prefix of them. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
-#include "jsoncodec.h"
 #include "metrics.h"
 #include "result.h"
 #include "workunit.h"
 
-/* Whether the tapes of A and B are the same value: types, counts, string bytes and numbers bit for bit. */
-static bool same_tape(const kg_jc_parser_t *a, const kg_jc_parser_t *b) {
+/* Whether the tapes of A and B are the same value: types, counts, string bytes and numbers bit for bit (a number
+ * written as 1.0 is written back as 1: whether it was written as an integer is not compared). */
+static bool same_tape(const kg_json_parser_t *a, const kg_json_parser_t *b) {
   if (a->ntape != b->ntape) return false;
   for (size_t i = 0; i < a->ntape; i++) {
-    const kg_jc_tok_t *x = &a->tape[i], *y = &b->tape[i];
-    bool xs = x->type == KG_JC_STRING || x->type == KG_JC_ESCAPED_STRING;
-    bool ys = y->type == KG_JC_STRING || y->type == KG_JC_ESCAPED_STRING;
-    if (xs != ys || (!xs && x->type != y->type) || x->n != y->n) return false;
-    if (xs && memcmp(kg_jc_string(a, x), kg_jc_string(b, y), x->n)) return false;
-    if (x->type == KG_JC_NUMBER && memcmp(&x->v.d, &y->v.d, sizeof x->v.d)) return false;
-    if ((x->type == KG_JC_INT || x->type == KG_JC_UINT) && x->v.u != y->v.u) return false;
+    const kg_json_tok_t *x = &a->tape[i], *y = &b->tape[i];
+    bool xs = x->type == KG_JSON_TOK_STRING || x->type == KG_JSON_TOK_ESCAPED_STRING;
+    bool ys = y->type == KG_JSON_TOK_STRING || y->type == KG_JSON_TOK_ESCAPED_STRING;
+    if (xs != ys || (!xs && x->type != y->type)) return false;
+    if (x->type != KG_JSON_TOK_NUMBER && x->n != y->n) return false;
+    if (xs && memcmp(kg_json_tok_string(a, x), kg_json_tok_string(b, y), x->n)) return false;
+    if (x->type == KG_JSON_TOK_NUMBER && memcmp(&x->v.d, &y->v.d, sizeof x->v.d)) return false;
+    if ((x->type == KG_JSON_TOK_INT || x->type == KG_JSON_TOK_UINT) && x->v.u != y->v.u) return false;
   }
   return true;
 }
 
-/* The scripts' codec on DATA; ENGINE_OK: the engine's reader took it. */
-static void codec(const uint8_t *data, size_t size, bool engine_ok) {
-  static kg_jc_parser_t first, again;
+/* The tape of DATA; returns whether it parsed. */
+static bool tape(const uint8_t *data, size_t size) {
+  static kg_json_parser_t first, again;
   char err[KG_ERRLEN];
   char *copy = malloc(size ? size : 1); /* exactly SIZE bytes: a read past them is a sanitizer report */
   memcpy(copy, data, size);
-  if (kg_jc_parse(&first, copy, size, 1000, err) != KG_OK) {
-    if (strncmp(err, "invalid JSON at byte ", 21) || engine_ok) abort();
+  if (kg_json_parse_tape(&first, copy, size, 1000, err) != KG_OK) {
+    if (strncmp(err, "invalid JSON at byte ", 21)) abort();
     free(copy);
-    return;
+    return false;
   }
   kg_buf_t text = {0};
-  kg_jc_write_tape(&text, &first);
-  if (kg_jc_parse(&again, text.data, text.len, 1000, err) != KG_OK || !same_tape(&first, &again)) abort();
+  kg_json_write_tape(&text, &first);
+  if (kg_json_parse_tape(&again, text.data, text.len, 1000, err) != KG_OK || !same_tape(&first, &again)) abort();
   kg_buf_free(&text);
   free(copy);
+  return true;
+}
+
+/* DATA as a JSON string, with room for all of it and with less. */
+static void escaper(const uint8_t *data, size_t size) {
+  static kg_json_parser_t p;
+  char err[KG_ERRLEN];
+  kg_buf_t text = {0};
+  kg_json_write_string(&text, (const char *)data, size);
+  if (kg_json_parse_tape(&p, text.data, text.len, 1, err) != KG_OK || p.tape[0].n != size ||
+      memcmp(kg_json_tok_string(&p, &p.tape[0]), data, size))
+    abort();
+  size_t cap = size ? data[0] % (size * 6) : 0;
+  char *out = malloc(cap + 2);
+  out[0] = '"';
+  size_t n = kg_json_escape(out + 1, cap, (const char *)data, size);
+  if (n > cap) abort();
+  out[n + 1] = '"';
+  if (kg_json_parse_tape(&p, out, n + 2, 1, err) != KG_OK || p.tape[0].n > size ||
+      memcmp(kg_json_tok_string(&p, &p.tape[0]), data, p.tape[0].n))
+    abort();
+  free(out);
+  kg_buf_free(&text);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[KG_ERRLEN];
+  bool tape_ok = tape(data, size);
+  escaper(data, size);
   kg_json_t *v = NULL;
-  int engine_rc = kg_json_parse((const char *)data, size, "fuzz", &v, err);
-  codec(data, size, engine_rc == KG_OK);
-  if (engine_rc != KG_OK) {
-    if (v || !strstr(err, "invalid JSON at byte")) abort();
+  int rc = kg_json_parse((const char *)data, size, "fuzz", &v, err);
+  if (rc != KG_OK) {
+    if (v || strncmp(err, "fuzz: invalid JSON at byte ", 27)) abort();
     return 0;
   }
+  if (!tape_ok) abort(); /* the tree is built from the tape */
   kg_workunit_t wu;
   if (kg_workunit_from_json(v, "fuzz", &wu, err) == KG_OK) {
     kg_buf_t b = {0};

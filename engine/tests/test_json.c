@@ -1,7 +1,9 @@
-/* test_json.c: the JSON reader, exact numbers, and the JSON forms of work units, unit results and metrics, each
+/* test_json.c: the tree of the JSON parser, exact numbers, the one way every JSON the engine writes escapes its
+ * strings (the log's JSON lines included), UTF-8, and the JSON forms of work units, unit results and metrics, each
  * written and read back. */
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "metrics.h"
@@ -69,20 +71,20 @@ static void test_reader(void) {
     const char *text;
     const char *error;
   } bad[] = {
-      {"", "doc: invalid JSON at byte 0: a value is missing"},
-      {"{\"a\" 1}", "doc: invalid JSON at byte 5: a ':' must follow an object key"},
-      {"[1, 2", "doc: invalid JSON at byte 5: expected ',' or ']'"},
-      {"{\"a\": 1,}", "doc: invalid JSON at byte 8: an object key must be a string"},
-      {"[01]", "doc: invalid JSON at byte 2: expected ',' or ']'"},
-      {"\"abc", "doc: invalid JSON at byte 4: a string is not closed"},
-      {"\"a\tb\"", "doc: invalid JSON at byte 2: a control character in a string must be escaped"},
-      {"\"\\x\"", "doc: invalid JSON at byte 3: an unknown escape in a string"},
-      {"\"\\ud800x\"", "doc: invalid JSON at byte 7: a surrogate pair is missing its second half"},
-      {"tru", "doc: invalid JSON at byte 0: not a value"},
-      {"1 2", "doc: invalid JSON at byte 2: text follows the value"},
-      {"-", "doc: invalid JSON at byte 1: a number needs a digit"},
-      {"1.", "doc: invalid JSON at byte 2: a fraction needs a digit"},
-      {"[1e999]", "doc: invalid JSON at byte 1: a number is too large for a double"},
+      {"", "doc: invalid JSON at byte 1: no JSON value (the text is empty)"},
+      {"{\"a\" 1}", "doc: invalid JSON at byte 6: expected ':' after an object key"},
+      {"[1, 2", "doc: invalid JSON at byte 6: an array is not closed"},
+      {"{\"a\": 1,}", "doc: invalid JSON at byte 9: an object key must be a string"},
+      {"[01]", "doc: invalid JSON at byte 3: a number must not start with 0 followed by digits"},
+      {"\"abc", "doc: invalid JSON at byte 5: a string is not closed"},
+      {"\"a\tb\"", "doc: invalid JSON at byte 3: a control character in a string must be escaped"},
+      {"\"\\x\"", "doc: invalid JSON at byte 2: an unknown escape in a string"},
+      {"\"\\ud800x\"", "doc: invalid JSON at byte 2: a surrogate pair is missing its second half"},
+      {"tru", "doc: invalid JSON at byte 1: expected a value"},
+      {"1 2", "doc: invalid JSON at byte 3: text follows the value"},
+      {"-", "doc: invalid JSON at byte 1: a '-' must be followed by a digit"},
+      {"1.", "doc: invalid JSON at byte 3: a '.' must be followed by a digit"},
+      {"[1e999]", "doc: invalid JSON at byte 2: a number too large for a double"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     kg_json_t *x = (kg_json_t *)1;
@@ -97,6 +99,151 @@ static void test_reader(void) {
   kg_json_t *x = NULL;
   CHECK_INT(kg_json_parse(deep, strlen(deep), "doc", &x, err), KG_EINVAL);
   CHECK_CONTAINS(err, "nested too deep");
+}
+
+/* Whole numbers are those written without a fraction or exponent that fit an int64, read exactly. */
+static void test_integers(void) {
+  char err[KG_ERRLEN];
+  kg_json_t *v = parse("[1.0, 1e0, -0, 9007199254740992, 9007199254740993, -9007199254740993, 18446744073709551615, "
+                       "100000000000000000000, 12]",
+                       err);
+  CHECK(v && v->type == KG_JSON_ARRAY && v->count == 9);
+  if (!v || v->count != 9) return;
+  static const bool whole[] = {false, false, true, true, true, true, false, false, true};
+  static const int64_t values[] = {0, 0, 0, 9007199254740992LL, 9007199254740993LL, -9007199254740993LL, 0, 0, 12};
+  for (size_t i = 0; i < 9; i++) {
+    CHECK(v->items[i].type == KG_JSON_NUMBER);
+    CHECK_INT(v->items[i].is_integer, whole[i]);
+    if (whole[i]) CHECK(v->items[i].integer == values[i]);
+  }
+  CHECK(v->items[0].number == 1 && v->items[1].number == 1);
+  CHECK(v->items[6].number == 18446744073709551615.0 && v->items[7].number == 1e20);
+  kg_json_free(v);
+}
+
+/* A string with every kind of byte the escaping treats apart, and its one escaped form. */
+static const char special[] = "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f\xc3\xa9";
+#define SPECIAL_ESCAPED "q\\\"b\\\\s/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\xc3\xa9"
+
+/* Every JSON the engine writes escapes a string the same way: the documents (work units, results, metrics, events,
+ * plans, state, quarantined records: kg_json_string), the metrics file, and the log's JSON lines. */
+static void test_escaping(void) {
+  kg_buf_t b = {0};
+  kg_json_string(&b, special);
+  CHECK_STR(b.data, "\"" SPECIAL_ESCAPED "\"");
+  b.len = 0;
+  kg_json_write_string(&b, "a\0b", 3);
+  CHECK_STR(b.data, "\"a\\u0000b\"");
+  b.len = 0;
+  kg_metrics_t m = {0};
+  kg_metrics_add(&m, special, 2);
+  kg_metrics_json(&m, &b);
+  CHECK_STR(b.data, "{\"" SPECIAL_ESCAPED "\":2}");
+  kg_metrics_free(&m);
+  b.len = 0;
+  kg_workunit_t wu = {.topic = (char *)special, .partition = 1, .high = 2, .latest = 2};
+  kg_workunit_json(&b, &wu, true);
+  CHECK_CONTAINS(b.data, "{\"topic\":\"" SPECIAL_ESCAPED "\",\"partition\":1,");
+  kg_buf_free(&b);
+
+  /* The log's JSON lines: the message and the job's fields. A message too long for a line is cut before a whole
+   * character or escape, and the line is still one JSON object. */
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/kg-test-json-%d.log", (int)getpid());
+  remove(path);
+  CHECK_INT(kg_log_set_file(path), KG_OK);
+  kg_log_set_format(KG_LOG_FORMAT_JSON);
+  kg_log_set_level(KG_LOG_INFO);
+  kg_log_set_job(special, "job_1");
+  kg_log(KG_LOG_WARN, "%s", special);
+  char *longer = kg_xmalloc(6001);
+  for (int i = 0; i < 6000; i++)
+    longer[i] = i % 2 ? '\x01' : 'x';
+  longer[6000] = '\0';
+  kg_log(KG_LOG_WARN, "%s", longer);
+  free(longer);
+  kg_log_set_job(NULL, NULL);
+  kg_log_set_file(NULL);
+  kg_log_set_format(KG_LOG_FORMAT_TEXT);
+  kg_log_set_level(KG_LOG_ERROR);
+  size_t len = 0;
+  int error = 0;
+  char *log = kg_read_file(path, &len, &error);
+  remove(path);
+  CHECK(log != NULL);
+  if (!log) return;
+  CHECK_CONTAINS(log, ",\"level\":\"WARN\",\"message\":\"" SPECIAL_ESCAPED "\",\"job\":\"" SPECIAL_ESCAPED
+                      "\",\"job_id\":\"job_1\"}\n");
+  char *second = strchr(log, '\n') + 1, *end = strchr(second, '\n');
+  CHECK(end != NULL);
+  if (end) {
+    char err[KG_ERRLEN];
+    kg_json_t *v = NULL;
+    CHECK_INT(kg_json_parse(second, (size_t)(end - second), "log line", &v, err), KG_OK);
+    const kg_json_t *msg = kg_json_get(v, "message");
+    CHECK(msg && msg->type == KG_JSON_STRING && msg->length > 1000 && msg->length < 6000);
+    for (size_t i = 0; msg && i < msg->length; i++)
+      CHECK_INT(msg->string[i], i % 2 ? '\x01' : 'x');
+    kg_json_free(v);
+  }
+  free(log);
+}
+
+/* The escaper with too little room stops before a character whose bytes or escape do not fit. */
+static void test_escape_room(void) {
+  static const struct {
+    const char *s;
+    size_t cap;
+    const char *want;
+  } cases[] = {
+      {"abc", 0, ""},
+      {"abc", 2, "ab"},
+      {"abc", 3, "abc"},
+      {"a\n", 2, "a"},
+      {"a\n", 3, "a\\n"},
+      {"a\x01", 6, "a"},
+      {"a\x01", 7, "a\\u0001"},
+      {"a\xc3\xa9", 2, "a"},
+      {"a\xc3\xa9", 3, "a\xc3\xa9"},
+      {"a\xf0\x9f\x98\x80", 4, "a"},
+      {"a\xf0\x9f\x98\x80", 5, "a\xf0\x9f\x98\x80"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char out[16];
+    size_t n = kg_json_escape(out, cases[i].cap, cases[i].s, strlen(cases[i].s));
+    out[n] = '\0';
+    CHECK_STR(out, cases[i].want);
+  }
+}
+
+/* The UTF-8 encoder at each boundary of its sizes, and its output valid UTF-8. */
+static void test_utf8(void) {
+  static const struct {
+    uint32_t cp;
+    const char *bytes;
+  } cases[] = {
+      {0x41, "A"},
+      {0x7f, "\x7f"},
+      {0x80, "\xc2\x80"},
+      {0x7ff, "\xdf\xbf"},
+      {0x800, "\xe0\xa0\x80"},
+      {0xffff, "\xef\xbf\xbf"},
+      {0x10000, "\xf0\x90\x80\x80"},
+      {0x10ffff, "\xf4\x8f\xbf\xbf"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char out[5];
+    size_t n = kg_utf8_encode(out, cases[i].cp);
+    out[n] = '\0';
+    CHECK_STR(out, cases[i].bytes);
+    CHECK(kg_utf8_valid(out, n));
+  }
+  char out[4];
+  CHECK_INT(kg_utf8_encode(out, 0xd800), 3); /* a surrogate has the form of its size, and is not valid UTF-8 */
+  CHECK(!kg_utf8_valid(out, 3));
+  CHECK(!kg_utf8_valid("\xc0\x80", 2));         /* overlong */
+  CHECK(!kg_utf8_valid("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
+  CHECK(!kg_utf8_valid("\xe0\xa0", 2));         /* cut short */
 }
 
 static void test_doubles(void) {
@@ -325,6 +472,10 @@ static void test_task_result(void) {
 
 int main(void) {
   test_reader();
+  test_integers();
+  test_escaping();
+  test_escape_room();
+  test_utf8();
   test_doubles();
   test_workunit();
   test_unit_result();

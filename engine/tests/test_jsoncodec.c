@@ -1,4 +1,4 @@
-/* test_jsoncodec.c: the scripts' JSON codec below Lua: the tape of a document, errors with their byte, strings
+/* test_jsoncodec.c: the scripts' JSON codec: below Lua, json.h's tape of a document, errors with their byte, strings
  * scanned eight bytes at a time wherever their special bytes fall, numbers read as strtod reads them and written so
  * that they read back exactly, documents written from the tape that parse to the same tape, Avro's bytes and
  * decimals written as JSON; and through Lua (gobblin.json's core in lua_bridge.c), documents decoded and encoded
@@ -11,18 +11,18 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "jsoncodec.h"
+#include "json.h"
 #include "test.h"
 
 int kg_lua_open_json(lua_State *L); /* lua_bridge.c */
 
-static kg_jc_parser_t parser;
+static kg_json_parser_t parser;
 
 /* Parses TEXT (LEN bytes) from a copy of exactly that size. */
 static int parse_n(const char *text, size_t len, int depth, char *err) {
   char *copy = kg_xmalloc(len ? len : 1);
   memcpy(copy, text, len);
-  int rc = kg_jc_parse(&parser, copy, len, depth, err);
+  int rc = kg_json_parse_tape(&parser, copy, len, depth, err);
   free(copy); /* the tape's own strings point into it: callers read only types, counts and numbers */
   return rc;
 }
@@ -35,11 +35,11 @@ static const char *written(const char *text) {
   out.len = 0;
   char *copy = kg_xstrdup(text);
   static char err[KG_ERRLEN];
-  if (kg_jc_parse(&parser, copy, strlen(copy), 1000, err)) {
+  if (kg_json_parse_tape(&parser, copy, strlen(copy), 1000, err)) {
     free(copy);
     return err;
   }
-  kg_jc_write_tape(&out, &parser);
+  kg_json_write_tape(&out, &parser);
   free(copy);
   kg_buf_append(&out, "", 0);
   return out.data;
@@ -49,42 +49,76 @@ static void test_tape(void) {
   char err[KG_ERRLEN];
   const char *text = "{\"a\":[1,-2.5,true,false,null],\"b\":{\"c\":\"x\\ny\"},\"d\":[]}";
   char *copy = kg_xstrdup(text);
-  CHECK_INT(kg_jc_parse(&parser, copy, strlen(copy), 1000, err), KG_OK);
-  const kg_jc_tok_t *t = parser.tape;
+  CHECK_INT(kg_json_parse_tape(&parser, copy, strlen(copy), 1000, err), KG_OK);
+  const kg_json_tok_t *t = parser.tape;
   CHECK_INT(parser.ntape, 14);
-  CHECK_INT(t[0].type, KG_JC_OBJECT);
+  CHECK_INT(t[0].type, KG_JSON_TOK_OBJECT);
   CHECK_INT(t[0].n, 3);
-  CHECK_INT(t[1].type, KG_JC_STRING);
-  CHECK(t[1].n == 1 && !memcmp(kg_jc_string(&parser, &t[1]), "a", 1));
-  CHECK_INT(t[2].type, KG_JC_ARRAY);
+  CHECK_INT(t[1].type, KG_JSON_TOK_STRING);
+  CHECK(t[1].n == 1 && !memcmp(kg_json_tok_string(&parser, &t[1]), "a", 1));
+  CHECK_INT(t[2].type, KG_JSON_TOK_ARRAY);
   CHECK_INT(t[2].n, 5);
-  CHECK(t[3].type == KG_JC_NUMBER && t[3].v.d == 1);
-  CHECK(t[4].type == KG_JC_NUMBER && t[4].v.d == -2.5);
-  CHECK_INT(t[5].type, KG_JC_TRUE);
-  CHECK_INT(t[6].type, KG_JC_FALSE);
-  CHECK_INT(t[7].type, KG_JC_NULL);
-  CHECK_INT(t[9].type, KG_JC_OBJECT);
+  CHECK(t[3].type == KG_JSON_TOK_NUMBER && t[3].v.d == 1);
+  CHECK(t[4].type == KG_JSON_TOK_NUMBER && t[4].v.d == -2.5);
+  CHECK_INT(t[5].type, KG_JSON_TOK_TRUE);
+  CHECK_INT(t[6].type, KG_JSON_TOK_FALSE);
+  CHECK_INT(t[7].type, KG_JSON_TOK_NULL);
+  CHECK_INT(t[9].type, KG_JSON_TOK_OBJECT);
   CHECK_INT(t[9].n, 1);
-  CHECK_INT(t[11].type, KG_JC_ESCAPED_STRING);
-  CHECK(t[11].n == 3 && !memcmp(kg_jc_string(&parser, &t[11]), "x\ny", 3));
-  CHECK_INT(t[13].type, KG_JC_ARRAY);
+  CHECK_INT(t[11].type, KG_JSON_TOK_ESCAPED_STRING);
+  CHECK(t[11].n == 3 && !memcmp(kg_json_tok_string(&parser, &t[11]), "x\ny", 3));
+  CHECK_INT(t[13].type, KG_JSON_TOK_ARRAY);
   CHECK_INT(t[13].n, 0);
   free(copy);
   CHECK_STR(written(text), text);
 
   /* 64-bit integers beyond 2^53. */
   copy = kg_xstrdup("[9007199254740993,-9223372036854775808,18446744073709551615,18446744073709551616]");
-  CHECK_INT(kg_jc_parse(&parser, copy, strlen(copy), 1000, err), KG_OK);
-  CHECK(parser.tape[1].type == KG_JC_INT && parser.tape[1].v.i == 9007199254740993LL);
-  CHECK(parser.tape[2].type == KG_JC_INT && parser.tape[2].v.i == INT64_MIN);
-  CHECK(parser.tape[3].type == KG_JC_UINT && parser.tape[3].v.u == UINT64_MAX);
-  CHECK(parser.tape[4].type == KG_JC_NUMBER && parser.tape[4].v.d == 18446744073709551616.0);
+  CHECK_INT(kg_json_parse_tape(&parser, copy, strlen(copy), 1000, err), KG_OK);
+  CHECK(parser.tape[1].type == KG_JSON_TOK_INT && parser.tape[1].v.i == 9007199254740993LL);
+  CHECK(parser.tape[2].type == KG_JSON_TOK_INT && parser.tape[2].v.i == INT64_MIN);
+  CHECK(parser.tape[3].type == KG_JSON_TOK_UINT && parser.tape[3].v.u == UINT64_MAX);
+  CHECK(parser.tape[4].type == KG_JSON_TOK_NUMBER && parser.tape[4].v.d == 18446744073709551616.0);
   free(copy);
   CHECK_STR(written("[9007199254740993,-9223372036854775808,18446744073709551615]"),
             "[9007199254740993,-9223372036854775808,18446744073709551615]");
   /* A double above 2^53 is written with an exponent, so that it reads back as a double, not a 64-bit integer. */
   CHECK_STR(written("[11111111113330333.33333,9007199254740993.0,1e20]"),
             "[1.1111111113330334e+16,9007199254740992,1e+20]");
+}
+
+/* One value of a tape written, and skipped, from its index: both end at the index after it. */
+static void test_values(void) {
+  char err[KG_ERRLEN];
+  const char *text = "{\"a\":[1,-2.5,true,false,null],\"b\":{\"c\":\"x\\ny\"},\"d\":[],\"e\":-9223372036854775808}";
+  char *copy = kg_xstrdup(text);
+  CHECK_INT(kg_json_parse_tape(&parser, copy, strlen(copy), 1000, err), KG_OK);
+  static const struct {
+    size_t at, after;
+    const char *json;
+  } cases[] = {
+      {0, 16, NULL},
+      {2, 8, "[1,-2.5,true,false,null]"},
+      {4, 5, "-2.5"},
+      {9, 12, "{\"c\":\"x\\ny\"}"},
+      {11, 12, "\"x\\ny\""},
+      {13, 14, "[]"},
+      {15, 16, "-9223372036854775808"},
+  };
+  kg_buf_t out = {0};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    out.len = 0;
+    CHECK_INT(kg_json_write_value(&out, &parser, cases[i].at), cases[i].after);
+    CHECK_INT(kg_json_skip(&parser, cases[i].at), cases[i].after);
+    kg_buf_append(&out, "", 0);
+    CHECK_STR(out.data, cases[i].json ? cases[i].json : text);
+  }
+  out.len = 0;
+  kg_json_write_number(&out, &parser.tape[15]);
+  kg_buf_append(&out, "", 0);
+  CHECK_STR(out.data, "-9223372036854775808");
+  kg_buf_free(&out);
+  free(copy);
 }
 
 static void test_errors(void) {
@@ -168,8 +202,8 @@ static void check_read(const char *s) {
     return;
   }
   double want = strtod(s, NULL);
-  const kg_jc_tok_t *t = &parser.tape[0];
-  double got = t->type == KG_JC_NUMBER ? t->v.d : t->type == KG_JC_INT ? (double)t->v.i : (double)t->v.u;
+  const kg_json_tok_t *t = &parser.tape[0];
+  double got = t->type == KG_JSON_TOK_NUMBER ? t->v.d : t->type == KG_JSON_TOK_INT ? (double)t->v.i : (double)t->v.u;
   if (memcmp(&got, &want, sizeof got)) {
     fprintf(stderr, "%s read as %.17g, strtod says %.17g\n", s, got, want);
     CHECK(0);
@@ -225,7 +259,7 @@ static void test_numbers(void) {
       x.d = (double)rand() / RAND_MAX * pow(10, rand() % 600 - 300);
     }
     out.len = 0;
-    CHECK(kg_jc_write_double(&out, x.d));
+    CHECK(kg_json_write_double(&out, x.d));
     double back = strtod(out.data, NULL);
     if (memcmp(&back, &x.d, sizeof back)) {
       fprintf(stderr, "%.17g written as %s\n", x.d, out.data);
@@ -243,26 +277,26 @@ static void test_numbers(void) {
     CHECK(digits <= g17digits);
   }
   out.len = 0;
-  CHECK(!kg_jc_write_double(&out, NAN));
-  CHECK(!kg_jc_write_double(&out, INFINITY));
+  CHECK(!kg_json_write_double(&out, NAN));
+  CHECK(!kg_json_write_double(&out, INFINITY));
   CHECK_INT(out.len, 0);
-  CHECK(kg_jc_write_double(&out, -0.0));
+  CHECK(kg_json_write_double(&out, -0.0));
   CHECK_STR(out.data, "-0");
   out.len = 0;
-  kg_jc_write_integer(&out, (uint64_t)1 << 63, true);
+  kg_json_write_integer(&out, (uint64_t)1 << 63, true);
   CHECK_STR(out.data, "-9223372036854775808");
   kg_buf_free(&out);
 }
 
 static void test_write_string(void) {
   kg_buf_t out = {0};
-  kg_jc_write_string(&out, "a\"b\\c/\b\f\n\r\t\x01\x1f\x7f\xc3\xa9", 16);
+  kg_json_write_string(&out, "a\"b\\c/\b\f\n\r\t\x01\x1f\x7f\xc3\xa9", 16);
   CHECK_STR(out.data, "\"a\\\"b\\\\c/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\xc3\xa9\"");
   out.len = 0;
-  kg_jc_write_string(&out, "", 0);
+  kg_json_write_string(&out, "", 0);
   CHECK_STR(out.data, "\"\"");
   out.len = 0;
-  kg_jc_write_string(&out, "a\0b", 3);
+  kg_json_write_string(&out, "a\0b", 3);
   CHECK_STR(out.data, "\"a\\u0000b\"");
   kg_buf_free(&out);
   /* Every byte written reads back as itself. */
@@ -270,29 +304,29 @@ static void test_write_string(void) {
   for (int i = 0; i < 256; i++)
     all[i] = (char)i;
   kg_buf_t text = {0};
-  kg_jc_write_string(&text, all, 256);
+  kg_json_write_string(&text, all, 256);
   char err[KG_ERRLEN];
-  CHECK_INT(kg_jc_parse(&parser, text.data, text.len, 10, err), KG_OK);
-  CHECK(parser.tape[0].n == 256 && !memcmp(kg_jc_string(&parser, &parser.tape[0]), all, 256));
+  CHECK_INT(kg_json_parse_tape(&parser, text.data, text.len, 10, err), KG_OK);
+  CHECK(parser.tape[0].n == 256 && !memcmp(kg_json_tok_string(&parser, &parser.tape[0]), all, 256));
   kg_buf_free(&text);
 }
 
 static void test_write_bytes(void) {
   kg_buf_t out = {0};
-  kg_jc_write_bytes(&out, "a\x00\x7f\x80\xff\"\\\n\x1f", 9);
+  kg_json_write_bytes(&out, "a\x00\x7f\x80\xff\"\\\n\x1f", 9);
   CHECK_STR(out.data, "\"a\\u0000\x7f\xc2\x80\xc3\xbf\\\"\\\\\\n\\u001f\"");
   out.len = 0;
-  kg_jc_write_bytes(&out, "", 0);
+  kg_json_write_bytes(&out, "", 0);
   CHECK_STR(out.data, "\"\"");
   /* Every byte: the text parses as one string of 256 characters, the Nth the code point N. */
   char all[256];
   for (int i = 0; i < 256; i++)
     all[i] = (char)i;
   out.len = 0;
-  kg_jc_write_bytes(&out, all, 256);
+  kg_json_write_bytes(&out, all, 256);
   char err[KG_ERRLEN];
-  CHECK_INT(kg_jc_parse(&parser, out.data, out.len, 10, err), KG_OK);
-  const unsigned char *u = (const unsigned char *)kg_jc_string(&parser, &parser.tape[0]);
+  CHECK_INT(kg_json_parse_tape(&parser, out.data, out.len, 10, err), KG_OK);
+  const unsigned char *u = (const unsigned char *)kg_json_tok_string(&parser, &parser.tape[0]);
   size_t n = parser.tape[0].n, at = 0;
   int chars = 0;
   bool same = true;
@@ -334,11 +368,11 @@ static void test_utf8_valid(void) {
       {"\xf0\x9f\x98", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    if (kg_jc_utf8_valid(cases[i].s, strlen(cases[i].s)) != cases[i].valid) {
+    if (kg_utf8_valid(cases[i].s, strlen(cases[i].s)) != cases[i].valid) {
       fprintf(stderr, "utf8 case %zu\n", i);
       CHECK(false);
     }
-  CHECK(kg_jc_utf8_valid("a\0b", 3));
+  CHECK(kg_utf8_valid("a\0b", 3));
 }
 
 static void test_write_decimal(void) {
@@ -373,7 +407,7 @@ static void test_write_decimal(void) {
   kg_buf_t out = {0};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     out.len = 0;
-    CHECK(kg_jc_write_decimal(&out, (const unsigned char *)cases[i].bytes, cases[i].n, cases[i].scale));
+    CHECK(kg_json_write_decimal(&out, (const unsigned char *)cases[i].bytes, cases[i].n, cases[i].scale));
     CHECK_STR(out.data, cases[i].text);
   }
   /* Random values of 1 to 8 bytes, against printf. */
@@ -397,25 +431,25 @@ static void test_write_decimal(void) {
     snprintf(want, sizeof want, "%s%.*s%s%s", negative ? "-" : "", (int)(nd - (size_t)scale), digits, scale ? "." : "",
              digits + nd - scale);
     out.len = 0;
-    CHECK(kg_jc_write_decimal(&out, b, n, scale));
+    CHECK(kg_json_write_decimal(&out, b, n, scale));
     if (strcmp(out.data, want)) {
       CHECK_STR(out.data, want);
       break;
     }
   }
   /* Bounds: nothing written. */
-  static unsigned char big[KG_JC_DECIMAL_MAX_BYTES + 1];
+  static unsigned char big[KG_JSON_DECIMAL_MAX_BYTES + 1];
   big[0] = 0x80;
   out.len = 0;
-  CHECK(kg_jc_write_decimal(&out, big, KG_JC_DECIMAL_MAX_BYTES, 0));
+  CHECK(kg_json_write_decimal(&out, big, KG_JSON_DECIMAL_MAX_BYTES, 0));
   CHECK_INT(out.len, 1 + 2466); /* -2^8191, the largest: its sign and 2,466 digits */
   CHECK(!strncmp(out.data, "-5453740678097079647", 20));
   out.len = 0;
-  CHECK(!kg_jc_write_decimal(&out, big, KG_JC_DECIMAL_MAX_BYTES + 1, 0));
-  CHECK(!kg_jc_write_decimal(&out, big, 1, -1));
-  CHECK(!kg_jc_write_decimal(&out, big, 1, KG_JC_DECIMAL_MAX_SCALE + 1));
-  CHECK(kg_jc_write_decimal(&out, (const unsigned char *)"\x05", 1, KG_JC_DECIMAL_MAX_SCALE));
-  CHECK_INT(out.len, 2 + KG_JC_DECIMAL_MAX_SCALE);
+  CHECK(!kg_json_write_decimal(&out, big, KG_JSON_DECIMAL_MAX_BYTES + 1, 0));
+  CHECK(!kg_json_write_decimal(&out, big, 1, -1));
+  CHECK(!kg_json_write_decimal(&out, big, 1, KG_JSON_DECIMAL_MAX_SCALE + 1));
+  CHECK(kg_json_write_decimal(&out, (const unsigned char *)"\x05", 1, KG_JSON_DECIMAL_MAX_SCALE));
+  CHECK_INT(out.len, 2 + KG_JSON_DECIMAL_MAX_SCALE);
   kg_buf_free(&out);
 }
 
@@ -463,26 +497,26 @@ static void random_value(kg_buf_t *out, int depth) {
   case 3: kg_buf_append(out, "false", 5); return;
   case 4: {
     unsigned n = rnd(4);
-    kg_jc_put(out, '[');
+    kg_json_put(out, '[');
     for (unsigned i = 0; i < n; i++) {
-      if (i) kg_jc_put(out, ',');
+      if (i) kg_json_put(out, ',');
       random_value(out, depth + 1);
     }
-    kg_jc_put(out, ']');
+    kg_json_put(out, ']');
     return;
   }
   default: {
     unsigned n = rnd(6), used = 0;
-    kg_jc_put(out, '{');
+    kg_json_put(out, '{');
     for (unsigned i = 0; i < n; i++) {
       unsigned k = rnd(sizeof keys / sizeof keys[0]);
       if (used & 1u << k) continue; /* each key once */
-      if (used) kg_jc_put(out, ',');
+      if (used) kg_json_put(out, ',');
       used |= 1u << k;
       kg_buf_appendf(out, "\"%s\":", keys[k]);
       random_value(out, depth + 1);
     }
-    kg_jc_put(out, '}');
+    kg_json_put(out, '}');
     return;
   }
   }
@@ -524,10 +558,10 @@ static void test_lua_round_trip(void) {
   kg_buf_t doc = {0};
   for (int pass = 0; pass < 2; pass++) {
     doc.len = 0;
-    kg_jc_put(&doc, '{');
+    kg_json_put(&doc, '{');
     for (int k = 0; k < 600; k++)
       kg_buf_appendf(&doc, "%s\"k%d\":%d", k ? "," : "", (k * 7919) % 600, k);
-    kg_jc_put(&doc, '}');
+    kg_json_put(&doc, '}');
     CHECK_STR(round_trip(L, doc.data), doc.data);
   }
   /* Random documents through one state, so that its caches of keys and shapes meet every case. */
@@ -560,6 +594,7 @@ static void test_round_trip(void) {
 
 int main(void) {
   test_tape();
+  test_values();
   test_errors();
   test_string_scan();
   test_numbers();
@@ -569,7 +604,7 @@ int main(void) {
   test_utf8_valid();
   test_write_decimal();
   test_lua_round_trip();
-  kg_jc_parser_free(&parser);
+  kg_json_parser_free(&parser);
   printf("%d checks, %d failures\n", kg_test_checks, kg_test_failures);
   return kg_test_failures ? 1 : 0;
 }

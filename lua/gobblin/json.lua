@@ -1,4 +1,4 @@
--- gobblin.json: kingest's JSON codec, in C in the engine (engine/jsoncodec.c), for records.
+-- gobblin.json: kingest's JSON codec, in C in the engine (engine/json.c and lua_bridge.c), for records.
 --
 --   local json = require("gobblin.json")
 --   local t = json.decode(rec)        -- a record view's payload, read in place (nil for a null payload)

@@ -1,5 +1,5 @@
 -- The commit's failure paths (docs/behaviour.md, section 8), each forced by the engine's test hook
--- KINGEST_FAULT (README, Tests): a move of the publish step that fails (the first, a middle one and the last of
+-- KINGEST_FAULT (docs/testing.md): a move of the publish step that fails (the first, a middle one and the last of
 -- three), a folder sync after a move that fails, and the commit journal's state writes (record, apply, drop)
 -- meeting a busy database (a real SQLITE_BUSY: a second connection holds the write lock) or a full disk. Each
 -- run ends with a clear error and status 1, leaves the published files and the stored offsets in agreement

@@ -1,4 +1,4 @@
--- The size estimators (docs/behaviour.md, section 3; README "Packing"), against the real broker: what each
+-- The size estimators (docs/behaviour.md, section 3; docs/running.md, "Packing"), against the real broker: what each
 -- counts per record without history, and how the statistics a run stores size the work units of the next plan
 -- (sqlite3 reads them).
 local H = require("support.harness")

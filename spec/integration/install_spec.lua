@@ -41,7 +41,8 @@ local function files_named(dir, pattern)
   return files
 end
 
--- Checks that PREFIX holds the installed files where the README says they go, each the same as its source.
+-- Checks that PREFIX holds the installed files where docs/operations.md ("Installing") says they go, each the same
+-- as its source.
 local function check_layout(prefix)
   assert.is_true(is_executable(prefix .. "/bin/kingest"), prefix .. "/bin/kingest")
   local lua = files_named(H.root .. "/lua/gobblin", "*.lua")
@@ -61,6 +62,17 @@ local function check_layout(prefix)
   assert.is_true(same_file(H.root .. "/scripts/completion/kingest.bash",
     prefix .. "/share/bash-completion/completions/kingest"))
   assert.is_true(same_file(H.root .. "/README.md", prefix .. "/share/doc/kingest/README.md"))
+  assert.is_true(same_file(H.root .. "/docs/behaviour.md", prefix .. "/share/doc/kingest/behaviour.md"))
+  -- The manual's pages, where the installed README's links (docs/<page>.md) lead.
+  local pages = files_named(H.root .. "/docs", "*.md")
+  assert.is_true(#pages >= 10, "docs/ has " .. #pages .. " pages")
+  pages[#pages + 1] = "bench-peers.png"
+  table.sort(pages)
+  for _, f in ipairs(pages) do
+    local installed = prefix .. "/share/doc/kingest/docs/" .. f
+    assert.is_true(same_file(H.root .. "/docs/" .. f, installed), installed)
+  end
+  assert.same(pages, files_named(prefix .. "/share/doc/kingest/docs", "*"))
 end
 
 -- The option names at the start of each line of TEXT that starts with one ("  -w, --work-dir DIR   Work dir"

@@ -1,4 +1,4 @@
--- Extract limits (docs/behaviour.md, section 4; README "Extract limits"), against the real broker: time,
+-- Extract limits (docs/behaviour.md, section 4; docs/running.md, "Extract limits"), against the real broker: time,
 -- count and rate limits on a task, their camel-case spellings, the PrematureExtractorStop events, and the
 -- settings that are refused. Records are checked against what was produced, stored offsets with sqlite3.
 local H = require("support.harness")

@@ -1,4 +1,4 @@
--- Packing work units into tasks (docs/behaviour.md, section 3; README "Packing"), against the real broker: a
+-- Packing work units into tasks (docs/behaviour.md, section 3; docs/running.md, "Packing"), against the real broker: a
 -- run is checked against the `kingest plan --json` made just before it, and the plan against a model of the
 -- documented packing written here; records against kcat (every record exactly once); the stored offsets and
 -- statistics with sqlite3.

@@ -1,4 +1,4 @@
--- `kingest plan JOB [--json]` (README "Command line"), against the real broker: the table and the JSON, the
+-- `kingest plan JOB [--json]` (docs/operations.md), against the real broker: the table and the JSON, the
 -- watermarks against the broker's offsets (kcat) and the stored ones (sqlite3), that it changes nothing in
 -- the work dir and takes no lock, that it fails in bounded time without a broker, and that the next run
 -- executes exactly the plan.

@@ -1,4 +1,4 @@
--- Simulated power loss (engine/fs_crashsim.c, README: Tests): a run is cut at every one of its file system
+-- Simulated power loss (engine/fs_crashsim.c, docs/testing.md): a run is cut at every one of its file system
 -- operations in turn (KINGEST_POWERCUT=<n>): what was not synced is lost (files cut back to their synced bytes
 -- and a torn part of the rest, entries of folders not synced since they changed undone), the process ends at
 -- once, and the next run, without the cut, recovers. After each: the published output holds every produced

@@ -1,4 +1,4 @@
--- Progress of a run (docs/behaviour.md, sections 4 and 9; README "Progress"), against the real broker: INFO
+-- Progress of a run (docs/behaviour.md, sections 4 and 9; docs/running.md, "Progress"), against the real broker: INFO
 -- Progress lines in a log, a live status line on a terminal, and interim reports in the metrics file.
 local H = require("support.harness")
 

@@ -1,4 +1,4 @@
--- Prometheus metrics (README "Prometheus", docs/behaviour.md section 9), against the real broker: the textfile
+-- Prometheus metrics (docs/operations.md; docs/behaviour.md section 9), against the real broker: the textfile
 -- for node_exporter checked by promtool, the counts per partition against kcat and the state store, the lag, the
 -- run history's times, a real Pushgateway read back over HTTP, interim reports during a run, and reporters that
 -- cannot write or push.

@@ -1,4 +1,4 @@
--- Topics that change under a job (README "What a run does", step 3), against the real broker: partitions added
+-- Topics that change under a job (docs/running.md, step 3), against the real broker: partitions added
 -- to a topic the job pulls, a topic deleted and created again, whitelisted names and stored partitions the broker
 -- does not have, and cluster errors met while planning. Output is checked against kcat, stored offsets with
 -- sqlite3.

@@ -1,4 +1,4 @@
--- gobblin.json: the engine's JSON codec (engine/jsoncodec.c and its Lua glue in engine/lua_bridge.c), loaded from
+-- gobblin.json: the engine's JSON codec (engine/json.c and its Lua glue in engine/lua_bridge.c), loaded from
 -- libkingest_ffi.so as the engine loads it into each task's state. cjson (Lua's usual codec) is the independent
 -- reader and writer the results are checked against, and tonumber (strtod) the reference for numbers.
 local ffi = require("ffi")

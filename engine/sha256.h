@@ -1,0 +1,28 @@
+/* sha256.h: SHA-256 (FIPS 180-4), for the digests HTTP request signers need (http.h: the body's hash). */
+#ifndef KG_SHA256_H
+#define KG_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KG_SHA256_SIZE 32 /* bytes of a digest */
+
+/* A digest being computed: kg_sha256_init, kg_sha256_update as often as needed, kg_sha256_final. */
+typedef struct {
+  uint32_t h[8];
+  uint64_t bytes;    /* bytes hashed so far */
+  uint8_t block[64]; /* the partial block */
+  size_t fill;       /* bytes in BLOCK */
+} kg_sha256_t;
+
+void kg_sha256_init(kg_sha256_t *s);
+void kg_sha256_update(kg_sha256_t *s, const void *data, size_t len);
+/* Writes the digest to OUT; S must be initialised again before its next use. */
+void kg_sha256_final(kg_sha256_t *s, uint8_t out[KG_SHA256_SIZE]);
+
+/* The digest of the LEN bytes at DATA as 64 lowercase hex digits and a NUL into HEX. */
+void kg_sha256_hex(const void *data, size_t len, char hex[2 * KG_SHA256_SIZE + 1]);
+/* DIGEST as 64 lowercase hex digits and a NUL into HEX. */
+void kg_sha256_to_hex(const uint8_t digest[KG_SHA256_SIZE], char hex[2 * KG_SHA256_SIZE + 1]);
+
+#endif
