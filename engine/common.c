@@ -45,6 +45,7 @@ const char *kg_err2str(int err) {
   case KG_EREGISTRY: return "schema registry error";
   case KG_ERECORD: return "record refused by the writer";
   case KG_ESTALLED: return "nothing moved";
+  case KG_EFAILED: return "task failed";
   default: return "unknown error";
   }
 }

@@ -95,8 +95,8 @@ static void estimate_by_size(kg_workunit_t *units, size_t n, const kg_partition_
   }
 }
 
-static int estimate_custom(const kg_config_t *c, kg_workunit_t *units, size_t n, const kg_partition_state_t *stored,
-                           size_t nstored, char *errbuf) {
+static int estimate_custom(const kg_estimator_options_t *c, kg_workunit_t *units, size_t n,
+                           const kg_partition_state_t *stored, size_t nstored, char *errbuf) {
   if (!c->job_is_lua)
     return kg_fail(errbuf, KG_EINVAL,
                    "%s: kafka.workunit.size.estimator.type=CUSTOM needs a job.lua with an estimateSize function",
@@ -115,9 +115,13 @@ static int estimate_custom(const kg_config_t *c, kg_workunit_t *units, size_t n,
   return rc;
 }
 
-int kg_estimate_sizes(const kg_config_t *c, kg_workunit_t *units, size_t n, const kg_partition_state_t *stored,
-                      size_t nstored, char *errbuf) {
-  switch (c->estimator) {
+kg_estimator_options_t kg_estimator_of(const kg_config_t *c) {
+  return (kg_estimator_options_t){.type = c->estimator, .job_file = c->job_file, .job_is_lua = c->job_is_lua};
+}
+
+int kg_estimate_sizes(const kg_estimator_options_t *c, kg_workunit_t *units, size_t n,
+                      const kg_partition_state_t *stored, size_t nstored, char *errbuf) {
+  switch (c->type) {
   case KG_ESTIMATOR_AVG_RECORD_TIME: estimate_by_time(units, n, stored, nstored); return KG_OK;
   case KG_ESTIMATOR_AVG_RECORD_SIZE: estimate_by_size(units, n, stored, nstored); return KG_OK;
   case KG_ESTIMATOR_CUSTOM: return estimate_custom(c, units, n, stored, nstored, errbuf);

@@ -7,13 +7,15 @@
 #include <string.h>
 #include <unistd.h>
 
-/* One row per backend: the URI scheme it serves and how to open it. */
+/* One row per backend: the URI scheme it serves, how to open it, and its property rows (NULL: none; its settings
+ * are its URI's parameters). */
 static const struct {
   const char *scheme;
   int (*open)(const char *uri, kg_fs_t **out, char *errbuf);
+  const kg_config_section_t *section;
 } backends[] = {
-    {"file", kg_fs_local_open},
-    {"webhdfs", kg_fs_webhdfs_open},
+    {"file", kg_fs_local_open, NULL},
+    {"webhdfs", kg_fs_webhdfs_open, NULL},
 };
 
 int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbuf) {
@@ -113,4 +115,77 @@ int kg_fs_check_same_fs(kg_fs_t *fs, const char *a, const char *a_property, cons
                    "which cannot cross file systems; put both on one",
                    a_property, a, b_property, b);
   return KG_OK;
+}
+
+/* ---- the file systems' properties ------------------------------------------------------------------------ */
+
+/* A file system URI row: file: (or empty, the local one), else one a backend serves, which the backend's own open
+ * checks (no request is made); the state store is always local. */
+static int check_uri(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                     kg_property_value_t *v, char *errbuf) {
+  (void)options;
+  char *value = v->s;
+  const char *given = key ? key : p->name, *origin = kg_config_origin(c, given);
+  int rc = KG_OK;
+  if (*value && strncmp(value, "file:", 5) && !strcmp(p->name, "state.store.fs.uri")) {
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: property %s=%s: the state store is a local SQLite database (file:///); the output may go to "
+                 "HDFS (writer.fs.uri)",
+                 origin, given, value);
+  } else if (*value && strncmp(value, "file:", 5)) {
+    kg_fs_t *fs = NULL;
+    char why[KG_ERRLEN];
+    rc = kg_fs_open(value, given, &fs, why);
+    kg_fs_close(fs);
+    if (rc) kg_fail(errbuf, rc, "%s: %s", origin, why);
+  }
+  free(value);
+  return rc;
+}
+
+/* Which file system each part of a run uses; the backends' own settings are their URI's parameters, which their
+ * open reads. */
+static const kg_property_t rows[] = {
+    {.name = "writer.fs.uri",
+     .type = KG_PROP_STRING,
+     .set = check_uri,
+     .def_doc = "fs.uri's",
+     .doc = "File system of the task data (`task.data.root.dir`) and the final folder: `file:///`, or "
+            "`webhdfs://HOST:PORT` (or `webhdfs://USER@HOST:PORT`) for HDFS through WebHDFS, PORT being the NameNode's "
+            "HTTP port ([HDFS](#hdfs)); an `hdfs://` URI is refused with that hint."},
+    {.name = "fs.uri",
+     .type = KG_PROP_STRING,
+     .set = check_uri,
+     .def = "file:///",
+     .doc = "Default file system, for `writer.fs.uri` and `data.publisher.fs.uri`."},
+    {.name = "data.publisher.fs.uri",
+     .type = KG_PROP_STRING,
+     .set = check_uri,
+     .def_doc = "writer.fs.uri's",
+     .doc = "File system of the final folder. When it is the writer's, a file is published by a rename; when the "
+            "writer's is local and this one is HDFS (`webhdfs://`), the commit uploads each file next to its final "
+            "path (as `_<name>._COPYING_`) and renames it there, exactly once as well ([HDFS](#hdfs))."},
+    {.name = "state.store.fs.uri",
+     .type = KG_PROP_STRING,
+     .set = check_uri,
+     .def = "file:///",
+     .doc = "File system of the state store: local (`file:///`), whatever the output's."},
+};
+
+const kg_config_section_t kg_fs_section = {.name = "fs", .rows = rows, .nrows = sizeof rows / sizeof rows[0]};
+
+const kg_config_section_t *kg_fs_section_at(size_t i) {
+  for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++)
+    if (backends[b].section && i-- == 0) return backends[b].section;
+  return NULL;
+}
+
+const char *kg_fs_writer_uri(const kg_config_t *c, const char **property) {
+  const char *uri = kg_props_get(c->props, "writer.fs.uri");
+  *property = "writer.fs.uri";
+  if (!uri || !*uri) {
+    uri = kg_props_get(c->props, "fs.uri");
+    *property = "fs.uri";
+  }
+  return uri && *uri ? uri : "file:///";
 }

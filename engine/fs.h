@@ -9,6 +9,7 @@
 #ifndef KG_FS_H
 #define KG_FS_H
 
+#include "config.h"
 #include "kg_common.h"
 
 typedef struct kg_fs kg_fs_t;
@@ -83,6 +84,15 @@ struct kg_fs {
  * KG_EINVAL naming PROPERTY and the schemes there are when no backend serves it. Ends with kg_fs_close. */
 int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbuf);
 void kg_fs_close(kg_fs_t *fs); /* NULL is a no-op */
+
+/* The file systems' rows (fs.c): writer.fs.uri, fs.uri, data.publisher.fs.uri, state.store.fs.uri, each checked by
+ * the backend of its scheme. kg_fs_section_at gives the I-th backend's own section (NULL past the last). */
+extern const kg_config_section_t kg_fs_section;
+const kg_config_section_t *kg_fs_section_at(size_t i);
+
+/* The writer's file system URI: writer.fs.uri, else fs.uri, else file:///; *PROPERTY names the one it came from
+ * (fs.uri for the default). */
+const char *kg_fs_writer_uri(const kg_config_t *config, const char **property);
 
 /* The local file system, for what must be local whatever the properties say: the state store (an SQLite
  * database), the job lock (flock(2)) and the metrics files. Never closed. */

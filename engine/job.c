@@ -93,8 +93,8 @@ static int execute(kg_job_t *job, kg_state_t *state, size_t *failed, bool *aband
     const kg_task_t *t = &job->tasks[i];
     kg_metrics_merge(&job->metrics, &t->result.metrics);
     if (t->result.succeeded) continue;
-    if (!*failed) kg_fail(errbuf, KG_EINVAL, "task %s failed: %s", t->spec.task_id, t->result.error);
-    if (!*failed || t->result.rc == KG_EBUDGET) task_rc = t->result.rc ? t->result.rc : KG_EINVAL;
+    if (!*failed) kg_fail(errbuf, KG_EFAILED, "task %s failed: %s", t->spec.task_id, t->result.error);
+    if (!*failed || t->result.rc == KG_EBUDGET) task_rc = t->result.rc ? t->result.rc : KG_EFAILED;
     (*failed)++;
   }
   kg_metrics_add(&job->metrics, KG_M_JOB_RECORDS_WRITTEN, kg_metrics_get(&job->metrics, KG_M_RECORDS_WRITTEN));
@@ -209,7 +209,7 @@ static const char *job_root(const kg_config_t *c) {
 static int open_outputs(kg_job_t *job, char *errbuf) {
   const kg_config_t *c = job->config;
   const char *fs_property = NULL;
-  const char *fs_uri = kg_config_writer_fs(c, &fs_property);
+  const char *fs_uri = kg_fs_writer_uri(c, &fs_property);
   const char *pub_uri = kg_props_get(c->props, "data.publisher.fs.uri");
   int rc = kg_fs_open(fs_uri, fs_property, &job->fs, errbuf);
   if (rc) return rc;
@@ -414,8 +414,9 @@ int kg_job_check(const kg_config_t *c, const kg_writer_ops_t **writer, char *err
   if (!rc) rc = kg_lua_job_check(c->job_is_lua ? c->job_file : NULL, errbuf);
   if (!rc) rc = check_topics(c, errbuf);
   if (!rc) rc = kg_kafka_check_config(c, errbuf);
-  if (!rc) rc = kg_estimate_sizes(c, NULL, 0, NULL, 0, errbuf); /* no units: CUSTOM's estimateSize is there */
-  if (!rc && c->avro_framing != KG_FRAMING_NONE) {
+  kg_estimator_options_t estimator = kg_estimator_of(c);
+  if (!rc) rc = kg_estimate_sizes(&estimator, NULL, 0, NULL, 0, errbuf); /* no units: CUSTOM's estimateSize is there */
+  if (!rc && kg_registry_settings(c)->framing != KG_FRAMING_NONE) {
     kg_avro_schemas_t *schemas = kg_avro_schemas_new();
     kg_avro_input_t *input = NULL;
     rc = kg_avro_input_new(c, schemas, &input, errbuf); /* a registry client: nothing is asked of it */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "writer.h"
 
 /* How a run that returned KG_OK ended. */
 typedef enum {
@@ -18,7 +19,7 @@ typedef enum {
  * ended (for a PARTIAL run, which partitions and why in ERRBUF); otherwise an error with one line in ERRBUF, and the
  * stored offsets and published output as they were before the run. KG_ELOCKED when another run holds the job lock;
  * KG_EBUDGET when a task failed because more records failed in the script than task.skip.error.records or
- * decode.error.max.ratio allow. */
+ * decode.error.max.ratio allow; a failed task's own error otherwise, KG_EFAILED when it has none. */
 int kg_job_run(const kg_config_t *config, kg_outcome_t *outcome, char *errbuf);
 
 /* The checks a run makes of its job before it takes the lock or reaches a broker, a file system or the schema

@@ -17,8 +17,10 @@
  * just after a restart (see kg_kafka_fetch): the fetcher then gets one more restart, and only one. */
 #include "kafka.h"
 
+#include <ctype.h>
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,9 +235,10 @@ static int set(rd_kafka_conf_t *conf, const char *name, const char *value, char 
 /* The client configuration of CONFIG: the engine's settings, then kafka.consumer.<name> for each such property
  * (a value librdkafka refuses names the property and where the job gave it). *OUT is the caller's. */
 static int make_conf(const kg_config_t *config, rd_kafka_conf_t **out, char *errbuf) {
+  const kg_kafka_options_t *o = kg_kafka_options(config);
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   char num[32];
-  int rc = set(conf, "bootstrap.servers", config->brokers, errbuf);
+  int rc = set(conf, "bootstrap.servers", o->brokers, errbuf);
   if (!rc) rc = set(conf, "client.id", "kingest", errbuf);
   if (!rc) rc = set(conf, "enable.partition.eof", "true", errbuf);
   /* Bounded prefetch per partition being read: at most KG_PREFETCH_RECORDS records or 4 MB (four fetches of
@@ -244,7 +247,7 @@ static int make_conf(const kg_config_t *config, rd_kafka_conf_t **out, char *err
   if (!rc) rc = set(conf, "queued.min.messages", KG_PREFETCH_RECORDS, errbuf);
   /* Short: a partition's consume_stop waits for its in-flight fetch, and a task stops once per partition. */
   if (!rc) rc = set(conf, "fetch.wait.max.ms", "10", errbuf);
-  snprintf(num, sizeof num, "%lld", (long long)config->metadata_timeout_ms);
+  snprintf(num, sizeof num, "%lld", (long long)o->metadata_timeout_ms);
   if (!rc) rc = set(conf, "socket.timeout.ms", num, errbuf);
   if (!rc) rc = set(conf, "enable.auto.commit", "false", errbuf);
   if (!rc) rc = set(conf, "enable.auto.offset.store", "false", errbuf);
@@ -292,6 +295,7 @@ static int count_entries(const char *brokers) {
 
 int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   *out = NULL;
+  const kg_kafka_options_t *o = kg_kafka_options(config);
   rd_kafka_conf_t *conf = NULL;
   int rc = make_conf(config, &conf, errbuf);
   if (rc) return rc;
@@ -308,7 +312,7 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   kg_kafka_t *k = kg_xcalloc(1, sizeof *k);
   pthread_mutex_init(&k->lock, NULL);
   k->created_ms = kg_mono_ms();
-  k->nbootstrap = count_entries(config->brokers);
+  k->nbootstrap = count_entries(o->brokers);
   rd_kafka_conf_set_opaque(conf, k); /* for log_cb, from the client's first connection on */
   char err[512];
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
@@ -316,11 +320,11 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
     rd_kafka_conf_destroy(conf);
     pthread_mutex_destroy(&k->lock);
     free(k);
-    return kg_fail(errbuf, KG_EKAFKA, "cannot create a Kafka client for kafka.brokers=%s: %s", config->brokers, err);
+    return kg_fail(errbuf, KG_EKAFKA, "cannot create a Kafka client for kafka.brokers=%s: %s", o->brokers, err);
   }
   k->rk = rk;
-  k->metadata_timeout_ms = config->metadata_timeout_ms;
-  k->brokers = kg_xstrdup(config->brokers);
+  k->metadata_timeout_ms = o->metadata_timeout_ms;
+  k->brokers = kg_xstrdup(o->brokers);
   k->partition = -1;
   k->queue_max_records = max_records > 0 ? max_records : 1;
   k->queue_max_bytes = max_kbytes > 0 ? max_kbytes * 1024 : 1;
@@ -871,4 +875,189 @@ int kg_kafka_record_header(const kg_record_t *record, int32_t index, const char 
   *value = v;
   *value_len = n;
   return KG_OK;
+}
+
+/* ---- the Kafka source's properties ------------------------------------------------------------------------- */
+
+/* librdkafka settings that kingest's reading relies on: kafka.consumer.<name> may not change them. */
+static const struct {
+  const char *name;
+  const char *why;
+} engine_consumer_settings[] = {
+    {"enable.partition.eof",
+     "kingest relies on enable.partition.eof=true to see where each partition ends (without it a run stops short "
+     "of the end); remove it"},
+    {"auto.offset.reset", "kingest decides where an out-of-range offset goes on: use reset.on.offset.out.of.range "
+                          "(and bootstrap.with.offset for partitions without a stored offset)"},
+    {"enable.auto.commit", "kingest stores offsets in its state database when a run commits; remove it"},
+    {"auto.commit.enable", "kingest stores offsets in its state database when a run commits; remove it"},
+    {"enable.auto.offset.store", "kingest stores offsets in its state database when a run commits; remove it"},
+    {"offset.store.method", "kingest stores offsets in its state database when a run commits; remove it"},
+    {"bootstrap.servers", "use kafka.brokers"},
+    {"metadata.broker.list", "use kafka.brokers"},
+    {"group.id", "kingest joins no consumer group: it assigns partitions itself and stores offsets in its state "
+                 "database, not in the group; remove it"},
+    {"group.instance.id", "kingest joins no consumer group: it assigns partitions itself and stores offsets in its "
+                          "state database, not in the group; remove it"},
+};
+
+/* kafka.consumer.<name>, for each such key: refused when it would change a setting above (the values librdkafka
+ * takes are checked by kg_kafka_check_config). */
+static int check_consumer_key(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                              kg_property_value_t *v, char *errbuf) {
+  (void)options, (void)p;
+  int rc = KG_OK;
+  for (size_t j = 0; j < sizeof engine_consumer_settings / sizeof engine_consumer_settings[0] && !rc; j++)
+    if (!strcmp(key + strlen("kafka.consumer."), engine_consumer_settings[j].name))
+      rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s cannot be set: %s", kg_config_origin(c, key), key, v->s,
+                   engine_consumer_settings[j].why);
+  free(v->s);
+  return rc;
+}
+
+/* Why ENTRY (LEN bytes) of kafka.brokers is not [protocol://]host[:port], or NULL when it is. */
+static const char *broker_entry_error(const char *entry, size_t len) {
+  static const char *const protocols[] = {"plaintext://", "ssl://", "sasl_plaintext://", "sasl_ssl://"};
+  const char *sep = memmem(entry, len, "://", 3);
+  if (sep) {
+    bool known = false;
+    for (size_t i = 0; i < sizeof protocols / sizeof protocols[0] && !known; i++)
+      known =
+          (size_t)(sep + 3 - entry) == strlen(protocols[i]) && !strncasecmp(entry, protocols[i], strlen(protocols[i]));
+    if (!known) return "unknown protocol: expected PLAINTEXT://, SSL://, SASL_PLAINTEXT:// or SASL_SSL://";
+    len -= (size_t)(sep + 3 - entry);
+    entry = sep + 3;
+  }
+  const char *end = entry + len, *port = NULL, *host_end;
+  if (len && entry[0] == '[') {
+    const char *close = memchr(entry, ']', len);
+    if (!close || close == entry + 1) return "an IPv6 address needs its closing bracket: [::1]:9092";
+    bool zone = false; /* after %: an interface name, as fe80::1%eth0 */
+    for (const char *q = entry + 1; q < close; q++) {
+      zone |= *q == '%';
+      if (!strchr("0123456789abcdefABCDEF:.%", *q) && !(zone && (isalnum((unsigned char)*q) || *q == '_' || *q == '-')))
+        return "not an IPv6 address inside the brackets";
+    }
+    host_end = close + 1;
+    if (host_end < end && *host_end != ':') return "expected :port after the IPv6 address";
+    if (host_end < end) port = host_end + 1;
+  } else {
+    const char *colon = memchr(entry, ':', len);
+    if (colon && memchr(colon + 1, ':', (size_t)(end - colon - 1)))
+      return "an IPv6 address goes in brackets, with the port after them: [::1]:9092";
+    host_end = colon ? colon : end;
+    if (host_end == entry) return "no host before the port";
+    for (const char *q = entry; q < host_end; q++)
+      if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '-' ||
+            *q == '.' || *q == '_'))
+        return "a host name has letters, digits, '-', '.' and '_' only";
+    if (colon) port = colon + 1;
+  }
+  if (port) {
+    if (port == end) return "no port after the colon";
+    long value = 0;
+    for (const char *q = port; q < end; q++) {
+      if (*q < '0' || *q > '9') return "invalid port: expected a number from 1 to 65535";
+      if ((value = value * 10 + (*q - '0')) > 65535) break;
+    }
+    if (value < 1 || value > 65535) return "invalid port: expected a number from 1 to 65535";
+  }
+  return NULL;
+}
+
+/* kafka.brokers: every comma-separated entry [protocol://]host[:port], spaces around it allowed (librdkafka reads a
+ * bad port such as 9092x as 9092, and a run would then wait for a broker that was never meant). */
+static int set_brokers(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                       kg_property_value_t *v, char *errbuf) {
+  (void)p;
+  char *value = v->s;
+  size_t entries = 0;
+  for (const char *e = value; *e;) {
+    e += strspn(e, ", \t");
+    if (!*e) break;
+    size_t len = strcspn(e, ",");
+    while (len && (e[len - 1] == ' ' || e[len - 1] == '\t'))
+      len--;
+    const char *why = broker_entry_error(e, len);
+    if (why) {
+      kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s: entry '%.*s' is not host:port: %s", kg_config_origin(c, key), key,
+              value, (int)len, e, why);
+      free(value);
+      return KG_EINVAL;
+    }
+    entries++;
+    e += len;
+  }
+  if (!entries) {
+    kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s names no broker: expected a comma-separated host:port list",
+            kg_config_origin(c, key), key, value);
+    free(value);
+    return KG_EINVAL;
+  }
+  ((kg_kafka_options_t *)options)->brokers = value;
+  return KG_OK;
+}
+
+#define KG_FIELD(f) KG_FIELD_OF(kg_kafka_options_t, f)
+
+/* kafka.brokers is read before the topic rows, the others after them (config_sections.c). */
+static const kg_property_t rows[] = {
+    {.name = "kafka.brokers",
+     .type = KG_PROP_STRING,
+     .required = "comma-separated host:port list",
+     .set = set_brokers,
+     .doc = "Comma-separated `host:port` list of the Kafka brokers: a host name, an IPv4 address or an IPv6 address in "
+            "brackets (`[::1]:9092`), a port from 1 to 65535 (9092 when left out), and optionally librdkafka's "
+            "`PLAINTEXT://`, `SSL://`, `SASL_PLAINTEXT://` or `SASL_SSL://` before it."},
+    {.name = "kafka.metadata.timeout.ms",
+     .type = KG_PROP_INT,
+     .def = "15000",
+     .min = 100,
+     .max = 3600000,
+     KG_FIELD(metadata_timeout_ms),
+     .doc = "Longest wait for the brokers to answer a metadata or offset query. Errors that may pass (a leader moving "
+            "or not yet elected, a topic just created, a broker not answering) are retried with a short backoff until "
+            "this is used up; then the run fails, naming the last error, the brokers' last connection errors and the "
+            "time spent, except that a partition still without offsets then (no leader) is skipped for the run, "
+            "which is `PARTIAL`, when others were answered. Brokers that are all refused, not resolved or refuse the "
+            "TLS handshake or the login fail the run in about a second, naming the cause."},
+    {.name = "kafka.fetch.timeout.ms",
+     .type = KG_PROP_INT,
+     .def = "30000",
+     .min = 100,
+     .max = 3600000,
+     KG_FIELD(fetch_timeout_ms),
+     .doc = "Longest wait for the next record of a partition's range before moving on."},
+    {.name = "kafka.fetch.batch.size",
+     .type = KG_PROP_INT,
+     .def = "1000",
+     .min = 1,
+     .max = 1000000,
+     KG_FIELD(batch_size),
+     .doc = "Records handed to the script per call, at most: a batch also holds no more than about 1 MB of payloads "
+            "(at the partition's average record size), since its records stay in the Kafka client's buffers until "
+            "the next one."},
+    {.name = "kafka.consumer.*",
+     .type = KG_PROP_STRING,
+     .set = check_consumer_key,
+     .doc = "Passed to librdkafka as `<name>` (security settings, `fetch.wait.max.ms`, `isolation.level` and the "
+            "like). The settings kingest relies on are refused with an error naming the property: "
+            "`enable.partition.eof` (how a partition's end is seen), `auto.offset.reset` (use "
+            "`reset.on.offset.out.of.range`), `enable.auto.commit`, `auto.commit.enable`, `enable.auto.offset.store`, "
+            "`offset.store.method` (kingest stores offsets in its state database), `bootstrap.servers`, "
+            "`metadata.broker.list` (use `kafka.brokers`), `group.id`, `group.instance.id` (kingest joins no consumer "
+            "group)."},
+};
+
+/* What set_brokers made: the rows' fields are freed by kg_config_destroy. */
+static void clear(void *options) { free(((kg_kafka_options_t *)options)->brokers); }
+
+const kg_config_section_t kg_kafka_section = {.name = "kafka",
+                                              .rows = rows,
+                                              .nrows = sizeof rows / sizeof rows[0],
+                                              .size = sizeof(kg_kafka_options_t),
+                                              .clear = clear};
+
+const kg_kafka_options_t *kg_kafka_options(const kg_config_t *config) {
+  return kg_config_options(config, &kg_kafka_section);
 }

@@ -10,6 +10,17 @@
 
 typedef struct kg_kafka kg_kafka_t;
 
+/* The Kafka source's options: its section's rows (kafka.c), read with the job's. The passthrough keys
+ * (kafka.consumer.<name>) are read from the job's properties by kg_kafka_new. */
+typedef struct {
+  char *brokers;               /* kafka.brokers: [protocol://]host[:port] entries, comma-separated */
+  int64_t metadata_timeout_ms; /* kafka.metadata.timeout.ms: broker discovery and offset queries */
+  int64_t fetch_timeout_ms;    /* kafka.fetch.timeout.ms: longest wait for the next record of a range */
+  int batch_size;              /* kafka.fetch.batch.size: records handed to the script per call */
+} kg_kafka_options_t;
+extern const kg_config_section_t kg_kafka_section;
+const kg_kafka_options_t *kg_kafka_options(const kg_config_t *config);
+
 typedef struct {
   char *name;
   int32_t partition_count;

@@ -838,10 +838,11 @@ struct kg_avro_input {
 
 int kg_avro_input_new(const kg_config_t *c, kg_avro_schemas_t *schemas, kg_avro_input_t **out, char *errbuf) {
   *out = NULL;
-  if (c->avro_framing == KG_FRAMING_NONE) return kg_fail(errbuf, KG_EINVAL, "the job reads no Avro framing");
+  kg_framing_t framing = kg_registry_settings(c)->framing;
+  if (framing == KG_FRAMING_NONE) return kg_fail(errbuf, KG_EINVAL, "the job reads no Avro framing");
   kg_avro_input_t *in = kg_xcalloc(1, sizeof *in);
-  in->framing = c->avro_framing;
-  in->id_len = c->avro_framing == KG_FRAMING_CONFLUENT ? 4 : 16;
+  in->framing = framing;
+  in->id_len = framing == KG_FRAMING_CONFLUENT ? 4 : 16;
   in->schemas = schemas;
   int rc = kg_registry_new(c, &in->registry, errbuf);
   if (rc) {

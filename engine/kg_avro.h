@@ -70,7 +70,7 @@ const kg_avro_schemas_t *kg_avro_thread_schemas(void);
  * id and topic has (cached for the task's life; the registry client has its own cache, with expiry). */
 typedef struct kg_avro_input kg_avro_input_t;
 
-/* The reader for CONFIG's framing (kg_config_t's avro_framing; KG_EINVAL when it is none), with a new registry
+/* The reader for CONFIG's framing (kg_registry_settings' framing; KG_EINVAL when it is none), with a new registry
  * client. SCHEMAS is borrowed: it must outlive the reader. */
 int kg_avro_input_new(const kg_config_t *config, kg_avro_schemas_t *schemas, kg_avro_input_t **out, char *errbuf);
 void kg_avro_input_destroy(kg_avro_input_t *input);

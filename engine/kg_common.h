@@ -24,6 +24,7 @@ enum {
   KG_ERECORD = -12,   /* a writer refused one record (it does not fit the format): that record fails, the file is
                          as before it, and the task goes on (writer.h) */
   KG_ESTALLED = -13,  /* partitions had records to read and not one record or offset moved */
+  KG_EFAILED = -14,   /* a task failed: its own error (the task's result) says why */
 };
 
 const char *kg_err2str(int err);

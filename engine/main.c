@@ -946,10 +946,10 @@ static int check_partition(const kg_job_ref_t *r, kg_kafka_t *kafka, const char 
     if (!near) near = kg_topic_nearest(topic, all, ntopics);
     if (near)
       rc = kg_fail(err, KG_ENOTFOUND, "topic %s is not on the broker (kafka.brokers=%s); did you mean %s%s?", topic,
-                   r->config->brokers, near, of_job ? ", which the job pulls" : "");
+                   kg_kafka_options(r->config)->brokers, near, of_job ? ", which the job pulls" : "");
     else
       rc = kg_fail(err, KG_ENOTFOUND, "topic %s is not on the broker (kafka.brokers=%s, %zu topic%s%s)", topic,
-                   r->config->brokers, ntopics, ntopics == 1 ? "" : "s",
+                   kg_kafka_options(r->config)->brokers, ntopics, ntopics == 1 ? "" : "s",
                    nselected ? "" : ", none of them selected by the job");
   } else {
     bool has = false;

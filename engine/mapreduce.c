@@ -54,10 +54,11 @@ static char *find_command(const char *name, char *tried, size_t tried_size) {
 }
 
 /* The streaming jar: mr.streaming.jar, else the newest hadoop-streaming-*.jar under $HADOOP_HOME. */
-static char *find_streaming_jar(const kg_config_t *c, char *errbuf) {
-  if (c->mr_streaming_jar && *c->mr_streaming_jar) {
-    if (access(c->mr_streaming_jar, R_OK) == 0) return kg_xstrdup(c->mr_streaming_jar);
-    kg_fail(errbuf, KG_EINVAL, "mr.streaming.jar=%s: cannot read it: %s", c->mr_streaming_jar, strerror(errno));
+static char *find_streaming_jar(const kg_config_t *config, char *errbuf) {
+  const kg_mr_options_t *c = kg_mr_options(config);
+  if (c->streaming_jar && *c->streaming_jar) {
+    if (access(c->streaming_jar, R_OK) == 0) return kg_xstrdup(c->streaming_jar);
+    kg_fail(errbuf, KG_EINVAL, "mr.streaming.jar=%s: cannot read it: %s", c->streaming_jar, strerror(errno));
     return NULL;
   }
   const char *home = getenv("HADOOP_HOME");
@@ -82,8 +83,9 @@ static char *find_streaming_jar(const kg_config_t *c, char *errbuf) {
 }
 
 /* The kingest the maps run: mr.kingest.path, else this one. */
-static char *kingest_path(const kg_config_t *c) {
-  if (c->mr_kingest && *c->mr_kingest) return kg_xstrdup(c->mr_kingest);
+static char *kingest_path(const kg_config_t *config) {
+  const kg_mr_options_t *c = kg_mr_options(config);
+  if (c->kingest && *c->kingest) return kg_xstrdup(c->kingest);
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return kg_xstrdup("kingest");
@@ -110,12 +112,12 @@ int kg_mr_check(const kg_config_t *c, kg_fs_t *fs, kg_fs_t *pub_fs, bool reach, 
   int rc = reach ? kg_fs_check_writable(fs, mr_root(c), "mr.job.root.dir", errbuf) : KG_OK;
   if (rc) return rc;
   char tried[PATH_MAX + 64];
-  char *hadoop = find_command(c->mr_hadoop, tried, sizeof tried);
+  char *hadoop = find_command(kg_mr_options(c)->hadoop, tried, sizeof tried);
   if (!hadoop)
     return kg_fail(errbuf, KG_EINVAL,
                    "launcher.type=MAPREDUCE: no Hadoop command: mr.hadoop.command=%s was not found (looked in %s); "
                    "install Hadoop's client or set mr.hadoop.command",
-                   c->mr_hadoop, tried);
+                   kg_mr_options(c)->hadoop, tried);
   free(hadoop);
   char *jar = find_streaming_jar(c, errbuf);
   if (!jar) return KG_EINVAL;
@@ -714,7 +716,7 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
   *stopped = false;
   if (kg_stop_signal()) { /* before anything was submitted */
     *stopped = true;
-    fail_all(run, KG_EINVAL, "stopped before the Hadoop job was submitted");
+    fail_all(run, KG_EFAILED, "stopped before the Hadoop job was submitted");
     return KG_OK;
   }
   char *input = kg_xasprintf("%s/input/tasks.txt", run->job_dir);
@@ -723,8 +725,9 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
   char tried[PATH_MAX + 64];
   argv_t a = {0};
   int rc = write_input(run, input, errbuf);
-  if (!rc && !(hadoop = find_command(c->mr_hadoop, tried, sizeof tried)))
-    rc = kg_fail(errbuf, KG_EINVAL, "mr.hadoop.command=%s was not found (looked in %s)", c->mr_hadoop, tried);
+  const kg_mr_options_t *mr = kg_mr_options(c);
+  if (!rc && !(hadoop = find_command(mr->hadoop, tried, sizeof tried)))
+    rc = kg_fail(errbuf, KG_EINVAL, "mr.hadoop.command=%s was not found (looked in %s)", mr->hadoop, tried);
   if (!rc && !(jar = find_streaming_jar(c, errbuf))) rc = KG_EINVAL;
   if (!rc) {
     char job_file[PATH_MAX];
@@ -738,7 +741,7 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
     arg(&a, "-Dmapreduce.job.reduces=0");
     arg(&a, "-Dmapreduce.map.speculative=false");
     arg(&a, "-Dmapreduce.input.lineinputformat.linespermap=1");
-    snprintf(n, sizeof n, "%d", c->mr_attempts);
+    snprintf(n, sizeof n, "%d", mr->attempts);
     argf(&a, "-Dmapreduce.map.maxattempts=%s", n);
     for (const char *const *p = passed_on; *p; p++) {
       const char *v = kg_props_get(c->props, *p);
@@ -749,7 +752,7 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
     }
     /* Generic options go first; a -cmdenv VAR=VALUE pair, Streaming's own, after the input and output. */
     argv_t env = {0};
-    char *extra = kg_xstrdup(c->mr_args ? c->mr_args : ""), *save = NULL;
+    char *extra = kg_xstrdup(mr->args ? mr->args : ""), *save = NULL;
     for (char *w = strtok_r(extra, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
       if (!strcmp(w, "-cmdenv")) {
         char *value = strtok_r(NULL, " \t", &save);
@@ -799,7 +802,7 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
     /* A job that finished before the stop signal could kill it is read and committed as any other. */
     if (!rc && success) *stopped = false;
     if (!rc && *stopped) {
-      fail_all(run, KG_EINVAL, "stopped: the Hadoop job was killed before it finished");
+      fail_all(run, KG_EFAILED, "stopped: the Hadoop job was killed before it finished");
     } else if (!rc && (status != 0 || !success)) {
       client_log_tail(&cl, hadoop, status);
       const char *essential = client_essential(&cl);
@@ -960,7 +963,7 @@ static int run_line(const kg_mr_map_t *map, const char *line, const char *attemp
     why_rc = kg_config_new(props, map->job_file, map->job_is_lua, map->work_dir, &c, why);
     if (!why_rc && !map->log_format_set) kg_log_set_format((kg_log_format_t)c->log_format);
     const char *fs_property = NULL;
-    if (!why_rc) why_rc = kg_fs_open(kg_config_writer_fs(c, &fs_property), fs_property, &fs, why);
+    if (!why_rc) why_rc = kg_fs_open(kg_fs_writer_uri(c, &fs_property), fs_property, &fs, why);
     if (!why_rc)
       why_rc = kg_writer_find(kg_props_get(c->props, "writer.builder.class"), c->output_format, &writer, why);
   }
@@ -1036,3 +1039,67 @@ int kg_mr_run_task(const kg_mr_map_t *map, char *errbuf) {
   if (!rc && !lines) rc = kg_fail(errbuf, KG_EINVAL, "run-task: no task line on stdin");
   return rc;
 }
+
+/* ---- the Hadoop launcher's properties ------------------------------------------------------------------------ */
+
+#define KG_FIELD(f) KG_FIELD_OF(kg_mr_options_t, f)
+
+/* What the driver runs Hadoop with, read after launcher.type; then the MapReduce-only rows, which a standalone run
+ * accepts and ignores (the driver reads them from the job's properties: mr.job.root.dir, and the Hadoop job's own
+ * settings it passes on). */
+static const kg_property_t rows[] = {
+    {.name = "mr.hadoop.command",
+     .type = KG_PROP_STRING,
+     .def = "hadoop",
+     KG_FIELD(hadoop),
+     .doc = "The command that runs Hadoop's `jar` subcommand (`hadoop jar JAR ARGS`), looked up in PATH."},
+    {.name = "mr.streaming.jar",
+     .type = KG_PROP_STRING,
+     .def_doc = "hadoop-streaming-*.jar under $HADOOP_HOME/share/hadoop/tools/lib",
+     KG_FIELD(streaming_jar),
+     .doc = "The Hadoop Streaming jar the job is submitted with."},
+    {.name = "mr.kingest.path",
+     .type = KG_PROP_STRING,
+     .def_doc = "this kingest's own path",
+     KG_FIELD(kingest),
+     .doc = "Where each node finds the kingest binary the maps run (installed there, with the libraries it "
+            "needs)."},
+    {.name = "mr.map.max.attempts",
+     .type = KG_PROP_INT,
+     .def = "4",
+     .min = 1,
+     .max = 100,
+     KG_FIELD(attempts),
+     .doc = "Attempts YARN makes at each map (`mapreduce.map.maxattempts`); a failed or killed attempt's files are "
+            "never published."},
+    {.name = "mr.streaming.args",
+     .type = KG_PROP_STRING,
+     .def = "",
+     KG_FIELD(args),
+     .doc = "More arguments for Hadoop Streaming, split at spaces: generic options, placed before kingest's own "
+            "(`-D mapreduce.job.priority=HIGH -libjars ...`), and `-cmdenv VAR=VALUE` pairs, which set a variable "
+            "in the maps' environment (one a .pull file's `${env:VAR}` needs, say)."},
+
+    /* MapReduce only: a standalone run accepts and ignores them. */
+    {.name = "mr.job.root.dir",
+     .mode = KG_MODE_MAPREDUCE,
+     .doc = "With `launcher.type=MAPREDUCE`, needed: the folder on the writer's HDFS (`writer.fs.uri`) under which "
+            "each run keeps `<job>/<jobId>/`: the maps' input, the Hadoop job's output, and each map attempt's task "
+            "data."},
+    {.name = "mr.job.lock.dir", .mode = KG_MODE_MAPREDUCE, .doc = "Lock folder of MapReduce runs."},
+    {.name = "mr.include.task.counters", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce counters per task."},
+    {.name = "mr.job.max.mappers.per.node", .mode = KG_MODE_MAPREDUCE, .doc = "MapReduce mapper spread."},
+    {.name = "mapreduce.job.queuename", .mode = KG_MODE_MAPREDUCE, .doc = "YARN queue: passed to the Hadoop job."},
+    {.name = "mapreduce.map.memory.mb",
+     .mode = KG_MODE_MAPREDUCE,
+     .doc = "Map container memory: passed to the Hadoop job."},
+    {.name = "mapreduce.map.java.opts", .mode = KG_MODE_MAPREDUCE, .doc = "Map JVM options: passed to the Hadoop job."},
+    {.name = "mapred.job.queue.name",
+     .mode = KG_MODE_MAPREDUCE,
+     .doc = "YARN queue (old name): passed to the Hadoop job."},
+};
+
+const kg_config_section_t kg_mr_section = {
+    .name = "mapreduce", .rows = rows, .nrows = sizeof rows / sizeof rows[0], .size = sizeof(kg_mr_options_t)};
+
+const kg_mr_options_t *kg_mr_options(const kg_config_t *config) { return kg_config_options(config, &kg_mr_section); }

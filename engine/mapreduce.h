@@ -17,6 +17,17 @@
 #include "fs.h"
 #include "task.h"
 
+/* The Hadoop launcher's options: its section's rows (mapreduce.c), read with the job's. */
+typedef struct {
+  char *hadoop;        /* mr.hadoop.command */
+  char *streaming_jar; /* mr.streaming.jar, NULL for the one under $HADOOP_HOME */
+  char *kingest;       /* mr.kingest.path, NULL for this binary */
+  int attempts;        /* mr.map.max.attempts */
+  char *args;          /* mr.streaming.args */
+} kg_mr_options_t;
+extern const kg_config_section_t kg_mr_section;
+const kg_mr_options_t *kg_mr_options(const kg_config_t *config);
+
 /* The marker that starts a result line on a map's stdout (a script's print() may write there too). */
 #define KG_MR_RESULT_MARK "kingest-result\t"
 

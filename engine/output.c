@@ -37,6 +37,8 @@ typedef struct {
 
 struct kg_outputs {
   const kg_task_spec_t *spec;
+  const kg_partitioner_t *partitioner; /* the job's (writer.partitioner.class), NULL for none */
+  const char *ext;                     /* the output files' extension (writer.h: kg_writer_settings) */
   kg_output_t *outputs;
   size_t noutputs;
   char *topic_fp;     /* the FP of the topic being pulled; owned */
@@ -57,13 +59,13 @@ struct kg_outputs {
   bool published; /* and it handed every file over (false: the task's files were removed) */
 };
 
-char *kg_task_file_path(const kg_config_t *c, const char *topic, const char *extract_id) {
-  if (c->path_type == KG_PATH_TABLENAME) return kg_xstrdup(topic);
-  char *ns = kg_xstrdup(c->extract_namespace);
+char *kg_task_file_path(kg_path_type_t type, const char *extract_namespace, const char *topic, const char *extract_id) {
+  if (type == KG_PATH_TABLENAME) return kg_xstrdup(topic);
+  char *ns = kg_xstrdup(extract_namespace);
   for (char *p = ns; *p; p++)
     if (*p == '.') *p = '/';
   char *fp;
-  if (c->path_type == KG_PATH_NAMESPACE_TABLE)
+  if (type == KG_PATH_NAMESPACE_TABLE)
     fp = *ns ? kg_xasprintf("%s/%s", ns, topic) : kg_xstrdup(topic);
   else
     fp = *ns ? kg_xasprintf("%s/%s/%s_append", ns, topic, extract_id) : kg_xasprintf("%s/%s_append", topic, extract_id);
@@ -74,6 +76,8 @@ char *kg_task_file_path(const kg_config_t *c, const char *topic, const char *ext
 kg_outputs_t *kg_outputs_new(const kg_task_spec_t *spec) {
   kg_outputs_t *o = kg_xcalloc(1, sizeof *o);
   o->spec = spec;
+  o->partitioner = kg_partitioner_of(spec->config);
+  o->ext = kg_writer_settings(spec->config)->ext;
   return o;
 }
 
@@ -144,12 +148,12 @@ static size_t output_for(kg_outputs_t *run, char *fp, const char *ext, bool quar
 void kg_outputs_select(kg_outputs_t *run, const char *topic, const char *schema, size_t schema_len) {
   const kg_config_t *c = run->spec->config;
   free(run->topic_fp);
-  run->topic_fp = kg_task_file_path(c, topic, run->spec->extract_id);
+  run->topic_fp = kg_task_file_path(c->path_type, c->extract_namespace, topic, run->spec->extract_id);
   run->schema = schema;
   run->schema_len = schema_len;
   run->last_folder[0] = 0;
-  if (!c->partitioner) {
-    run->current = output_for(run, kg_xstrdup(run->topic_fp), c->file_ext, false);
+  if (!run->partitioner) {
+    run->current = output_for(run, kg_xstrdup(run->topic_fp), run->ext, false);
     kg_output_t *o = &run->outputs[run->current];
     if (!o->writer && !o->nclosed) {
       o->schema = schema;
@@ -166,30 +170,23 @@ void kg_outputs_use_schema(kg_outputs_t *run, const char *schema, size_t schema_
 /* The output a record's output filed under TIME (ms since the epoch; negative: RECORD's timestamp, or now when
  * it has none) goes to: the topic's, or with a partitioner the one of the time's folder. */
 static size_t output_of(kg_outputs_t *run, const kg_record_t *record, double time) {
-  const kg_config_t *c = run->spec->config;
-  if (!c->partitioner) return run->current;
+  if (!run->partitioner) return run->current;
   int64_t ms = time >= 0 ? (int64_t)time : record && record->timestamp >= 0 ? (int64_t)record->timestamp : kg_now_ms();
   char folder[sizeof run->last_folder];
-  kg_partitioner_path(c->partitioner, ms, folder, sizeof folder);
+  kg_partitioner_path(run->partitioner, ms, folder, sizeof folder);
   if (run->last_folder[0] && !strcmp(folder, run->last_folder)) return run->last_partition;
   snprintf(run->last_folder, sizeof run->last_folder, "%s", folder);
-  run->last_partition = output_for(run, kg_xasprintf("%s/%s", run->topic_fp, folder), c->file_ext, false);
+  run->last_partition = output_for(run, kg_xasprintf("%s/%s", run->topic_fp, folder), run->ext, false);
   return run->last_partition;
 }
 
 /* Opens output O's file when it has none. */
 static int open_file(kg_outputs_t *run, kg_output_t *o) {
   if (o->writer) return KG_OK;
-  const kg_config_t *c = run->spec->config;
-  kg_writer_options_t jsonl = {.delimiter = "\n", .delimiter_len = 1};
-  kg_writer_options_t options = {.delimiter = c->delimiter,
-                                 .delimiter_len = c->delimiter_len,
-                                 .prepend_size = c->prepend_size,
-                                 .schema = o->schema ? o->schema : c->avro_schema,
-                                 .schema_len = o->schema ? o->schema_len : c->avro_schema_len,
-                                 .codec = c->codec,
-                                 .deflate_level = c->deflate_level,
-                                 .csv = c->csv};
+  static const kg_simple_options_t lines = {.delimiter = "\n", .delimiter_len = 1};
+  const kg_writer_options_t jsonl = {.backend = &lines};
+  const kg_writer_options_t options =
+      kg_writer_options_of(run->spec->config, run->spec->writer, o->schema, o->schema_len);
   return o->quarantine
              ? kg_writer_open(run->spec->fs, &kg_writer_simple, o->staging, &jsonl, &o->writer, run->write_error)
              : kg_writer_open(run->spec->fs, run->spec->writer, o->staging, &options, &o->writer, run->write_error);
@@ -258,7 +255,8 @@ static void base64_or_null(kg_buf_t *out, const char *p, size_t n) {
 
 int kg_outputs_quarantine(kg_outputs_t *run, const kg_workunit_t *wu, const kg_record_t *r, const char *stage,
                           const char *error, char *errbuf) {
-  char *fp = kg_task_file_path(run->spec->config, wu->topic, run->spec->extract_id);
+  const kg_config_t *c = run->spec->config;
+  char *fp = kg_task_file_path(c->path_type, c->extract_namespace, wu->topic, run->spec->extract_id);
   size_t idx = output_for(run, kg_xasprintf("%s/_errors", fp), "jsonl", true);
   free(fp);
   kg_buf_t line = {0};
@@ -406,7 +404,7 @@ static int hand_over(kg_outputs_t *run, kg_output_t *o, const char *name, kg_tas
 }
 
 int kg_outputs_finish(kg_outputs_t *run, bool ok, kg_task_result_t *result, char *err) {
-  int rc = ok ? KG_OK : KG_EINVAL;
+  int rc = ok ? KG_OK : KG_EFAILED;
   for (size_t i = 0; i < run->noutputs; i++) {
     kg_output_t *o = &run->outputs[i];
     if (rc) {

@@ -9,8 +9,9 @@
 #include "kg_ffi.h"
 #include "task.h"
 
-/* The output sub-path (FP) of TOPIC under CONFIG's writer.file.path.type; a new string. */
-char *kg_task_file_path(const kg_config_t *config, const char *topic, const char *extract_id);
+/* The output sub-path (FP) of TOPIC for writer.file.path.type TYPE, with extract.namespace EXTRACT_NAMESPACE and
+ * (for the default type) EXTRACT_ID; a new string. */
+char *kg_task_file_path(kg_path_type_t type, const char *extract_namespace, const char *topic, const char *extract_id);
 
 typedef struct kg_outputs kg_outputs_t;
 

@@ -294,3 +294,126 @@ size_t kg_partitioner_path(const kg_partitioner_t *p, int64_t time_ms, char *out
   kg_buf_free(&b);
   return n;
 }
+
+/* ---- the time partitioner's properties ----------------------------------------------------------------------- */
+
+static const char *const partitioners[] = {"TimeBasedWriterPartitioner", "TimeBasedAvroWriterPartitioner",
+                                           "TimeBasedJsonWriterPartitioner", NULL};
+static const char *const granularities[] = {"MINUTE", "HOUR", "DAY", "MONTH", "YEAR", NULL}; /* kg_granularity_t */
+
+static char *no_default(const kg_config_t *c, const void *options) {
+  (void)c, (void)options;
+  return kg_xstrdup("");
+}
+
+/* The value of part-of row NAME of the partitioner: the job's, or the row's default. */
+static const char *partition_value(const kg_config_t *c, const char *name) {
+  const char *v = kg_props_get(c->props, name);
+  return v ? v : kg_config_property(name)->def;
+}
+
+/* writer.partitioner.class and its writer.partition.* rows: a partitioner made once, here (it reads the time zone
+ * through the C library's TZ, before any thread starts). Its rows without the class are refused: they would
+ * change nothing. */
+static int set_partitioner(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                           kg_property_value_t *v, char *errbuf) {
+  (void)p;
+  static const char *const rows[] = {"writer.partition.pattern", "writer.partition.granularity",
+                                     "writer.partition.timezone", "writer.partition.prefix", "writer.partition.suffix"};
+  char tmp[256];
+  const char *cls = kg_config_class_name(v->s, tmp, sizeof tmp);
+  bool none = !*cls;
+  free(v->s);
+  if (none) {
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+      if (kg_props_get(c->props, rows[i]))
+        return kg_fail(errbuf, KG_EINVAL,
+                       "%s: %s is read by writer.partitioner.class=TimeBasedWriterPartitioner, which the job does not "
+                       "set",
+                       kg_config_origin(c, rows[i]), rows[i]);
+    return KG_OK;
+  }
+  bool known = false;
+  for (int i = 0; partitioners[i]; i++)
+    known = known || !strcmp(cls, partitioners[i]);
+  if (!known)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: unknown class '%s' for property %s: kingest provides TimeBasedWriterPartitioner (also named "
+                   "TimeBasedAvroWriterPartitioner and TimeBasedJsonWriterPartitioner)",
+                   kg_config_origin(c, key), kg_props_get(c->props, key), key);
+  const kg_property_t *grow = kg_config_property("writer.partition.granularity");
+  kg_property_value_t g;
+  const char *gkey = kg_props_get(c->props, grow->name) ? grow->name : NULL;
+  int rc = kg_property_parse(grow, grow->name, kg_config_origin(c, gkey ? gkey : key), partition_value(c, grow->name),
+                             NULL, &g, errbuf);
+  if (rc) return rc;
+  const char *pattern = kg_props_get(c->props, "writer.partition.pattern");
+  const char *where = kg_config_origin(c, pattern ? "writer.partition.pattern" : key);
+  if (pattern && !*pattern) return kg_fail(errbuf, KG_EINVAL, "%s: writer.partition.pattern is empty", where);
+  char perr[KG_ERRLEN];
+  rc = kg_partitioner_new(pattern ? pattern : kg_granularity_pattern((kg_granularity_t)g.e),
+                          partition_value(c, "writer.partition.timezone"),
+                          partition_value(c, "writer.partition.prefix"), partition_value(c, "writer.partition.suffix"),
+                          &((kg_partition_options_t *)options)->partitioner, perr);
+  if (rc) {
+    const char *row = strstr(perr, "time zone") ? "writer.partition.timezone"
+                      : strstr(perr, "prefix")  ? "writer.partition.prefix"
+                                                : "writer.partition.pattern";
+    return kg_fail(errbuf, rc, "%s: %s: %s", kg_config_origin(c, kg_props_get(c->props, row) ? row : key), row, perr);
+  }
+  return KG_OK;
+}
+
+static void clear(void *options) { kg_partitioner_free(((kg_partition_options_t *)options)->partitioner); }
+
+/* writer.partitioner.class reads the others: the partitioner is made from them all at once. */
+static const kg_property_t rows[] = {
+    {.name = "writer.partitioner.class",
+     .type = KG_PROP_STRING,
+     .def_doc = "none",
+     .computed = no_default,
+     .set = set_partitioner,
+     .doc = "`TimeBasedWriterPartitioner` (or Gobblin's `TimeBasedAvroWriterPartitioner`, "
+            "`TimeBasedJsonWriterPartitioner`): each record's output goes to a folder of its time under the "
+            "topic's, `<FP>/<prefix>/<time>/<suffix>`; the time is the Kafka record's timestamp, or what the "
+            "job.lua's `partition` hook returns ([Output files](#output-files))."},
+    {.name = "writer.partition.pattern",
+     .type = KG_PROP_STRING,
+     .part_of = "writer.partitioner.class",
+     .def_doc = "the granularity's",
+     .doc = "Joda-Time pattern of the time folders, as `yyyy/MM/dd/HH`: letters y M d H h k K m s S D E a; text in "
+            "single quotes (`'hour='HH`); other characters as they are."},
+    {.name = "writer.partition.granularity",
+     .type = KG_PROP_ENUM,
+     .part_of = "writer.partitioner.class",
+     .def = "HOUR",
+     .names = granularities,
+     .doc = "Without a pattern: `MINUTE` (`yyyy/MM/dd/HH/mm`), `HOUR` (`yyyy/MM/dd/HH`), `DAY`, `MONTH` or `YEAR`."},
+    {.name = "writer.partition.timezone",
+     .type = KG_PROP_STRING,
+     .part_of = "writer.partitioner.class",
+     .def = "America/Los_Angeles",
+     .doc = "Time zone of the folders: an IANA name (Gobblin's default is America/Los_Angeles), `UTC`, or an offset "
+            "such as `+05:30`."},
+    {.name = "writer.partition.prefix",
+     .type = KG_PROP_STRING,
+     .part_of = "writer.partitioner.class",
+     .def = "",
+     .doc = "A folder (or folders) before the time's."},
+    {.name = "writer.partition.suffix",
+     .type = KG_PROP_STRING,
+     .part_of = "writer.partitioner.class",
+     .def = "",
+     .doc = "A folder (or folders) after the time's."},
+};
+
+const kg_config_section_t kg_partition_section = {.name = "partitioner",
+                                                  .rows = rows,
+                                                  .nrows = sizeof rows / sizeof rows[0],
+                                                  .size = sizeof(kg_partition_options_t),
+                                                  .clear = clear};
+
+const kg_partitioner_t *kg_partitioner_of(const kg_config_t *config) {
+  const kg_partition_options_t *o = kg_config_options(config, &kg_partition_section);
+  return o ? o->partitioner : NULL;
+}

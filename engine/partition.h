@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "kg_common.h"
 
 typedef struct kg_partitioner kg_partitioner_t;
@@ -37,5 +38,14 @@ void kg_partitioner_free(kg_partitioner_t *p);
 /* The folder of time TIME_MS (milliseconds since the epoch) into OUT (SIZE bytes): prefix/formatted/suffix,
  * without a leading or trailing '/'. Thread-safe. Returns the length written (truncated to SIZE - 1). */
 size_t kg_partitioner_path(const kg_partitioner_t *p, int64_t time_ms, char *out, size_t size);
+
+/* The time partitioner's rows (partition.c): writer.partitioner.class and its writer.partition.* rows, from which
+ * one partitioner is made when the job's properties are read (before any thread starts). */
+typedef struct {
+  kg_partitioner_t *partitioner; /* NULL for none; owned */
+} kg_partition_options_t;
+extern const kg_config_section_t kg_partition_section;
+/* The job's partitioner, NULL when it has none. */
+const kg_partitioner_t *kg_partitioner_of(const kg_config_t *config);
 
 #endif

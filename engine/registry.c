@@ -84,7 +84,8 @@ int kg_registry_new_with(const kg_registry_options_t *o, kg_registry_t **out, ch
 
 int kg_registry_new(const kg_config_t *config, kg_registry_t **out, char *errbuf) {
   *out = NULL;
-  const char *url = config->registry_url ? config->registry_url : "";
+  const kg_registry_settings_t *s = kg_registry_settings(config);
+  const char *url = s->url ? s->url : "";
   const char *origin = kg_props_origin(config->props, "kafka.schema.registry.url");
   if (!*url)
     return kg_fail(errbuf, KG_EINVAL, "%s: missing property kafka.schema.registry.url (the schema registry's URL)",
@@ -95,11 +96,11 @@ int kg_registry_new(const kg_config_t *config, kg_registry_t **out, char *errbuf
                    origin ? origin : config->job_file, url);
   kg_registry_options_t o = {
       .url = url,
-      .kind = config->registry_kind,
-      .subject_suffix = config->registry_subject_suffix,
-      .cache_size = config->registry_cache_size,
-      .expire_ms = config->registry_cache_expire_min * 60000,
-      .retry_timeout_ms = config->registry_retry_timeout_ms,
+      .kind = s->kind,
+      .subject_suffix = s->subject_suffix,
+      .cache_size = s->cache_size,
+      .expire_ms = s->cache_expire_min * 60000,
+      .retry_timeout_ms = s->retry_timeout_ms,
       .retry_pause_ms = KG_REGISTRY_RETRY_PAUSE_MS,
       .connect_timeout_ms = KG_REGISTRY_CONNECT_TIMEOUT_MS,
       .request_timeout_ms = KG_REGISTRY_REQUEST_TIMEOUT_MS,
@@ -447,4 +448,142 @@ int kg_registry_latest(kg_registry_t *r, const char *topic, bool fresh, char **s
   free(what);
   free(key);
   return rc;
+}
+
+/* ---- the registry's properties ------------------------------------------------------------------------------- */
+
+/* The class names the registry's API; the row's parse has checked it is one of REGISTRIES (V->e its index). */
+static int set_registry_class(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                              kg_property_value_t *v, char *errbuf) {
+  (void)c, (void)p, (void)key, (void)errbuf;
+  ((kg_registry_settings_t *)options)->kind = v->e ? KG_REGISTRY_LINKEDIN : KG_REGISTRY_CONFLUENT;
+  return KG_OK;
+}
+
+/* source.class, with kafka.deserializer.type and kafka.schema.registry.class (read before it): what the payloads
+ * hold, and the registry API that serves their schemas. The two Avro framings both start with byte 0, so a job
+ * that mixes the properties of one with those of the other is refused rather than read one way. */
+static int set_source(const kg_config_t *config, void *options, const kg_property_t *p, const char *key,
+                      kg_property_value_t *v, char *errbuf) {
+  (void)v;
+  kg_registry_settings_t *c = options;
+  char tmp[256], tmp2[256];
+  const char *source = kg_config_class_name(key ? kg_props_get(config->props, key) : p->def, tmp, sizeof tmp);
+  const char *rkey = "kafka.schema.registry.class";
+  const char *rclass = kg_props_get(config->props, rkey);
+  const char *rname = rclass ? kg_config_class_name(rclass, tmp2, sizeof tmp2) : NULL;
+  const char *where = kg_config_origin(config, key ? key : "kafka.deserializer.type");
+  c->framing = KG_FRAMING_NONE;
+  if (!strcmp(source, "KafkaAvroSource")) {
+    if (c->deserializer == KG_DESERIALIZER_CONFLUENT_AVRO)
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: source.class=%s reads LinkedIn's framing (a 16-byte MD5 schema id), and "
+                     "kafka.deserializer.type=CONFLUENT_AVRO Confluent's (a 4-byte id): keep the one the topic's "
+                     "records are written in",
+                     where, source);
+    if (rname && c->kind != KG_REGISTRY_LINKEDIN)
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: source.class=%s reads LinkedIn's framing, whose schemas come from a KafkaAvroSchemaRegistry, "
+                     "but %s=%s",
+                     kg_config_origin(config, rkey), source, rkey, rclass);
+    c->kind = KG_REGISTRY_LINKEDIN;
+    c->framing = KG_FRAMING_LINKEDIN;
+  } else if (c->deserializer == KG_DESERIALIZER_CONFLUENT_AVRO) {
+    if (c->kind != KG_REGISTRY_CONFLUENT)
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: kafka.deserializer.type=CONFLUENT_AVRO reads Confluent's framing (a 4-byte schema id) with "
+                     "schemas from a ConfluentKafkaSchemaRegistry, but %s=%s; for LinkedIn's framing (a 16-byte MD5 "
+                     "id) set source.class=KafkaAvroSource",
+                     kg_config_origin(config, rkey), rkey, rclass);
+    c->framing = KG_FRAMING_CONFLUENT;
+  }
+  if (c->framing != KG_FRAMING_NONE && !*c->url)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: %s needs kafka.schema.registry.url, the registry that serves the records' "
+                   "schemas",
+                   where,
+                   c->framing == KG_FRAMING_LINKEDIN ? "source.class=KafkaAvroSource"
+                                                     : "kafka.deserializer.type=CONFLUENT_AVRO");
+  return KG_OK;
+}
+
+static const char *const registries[] = {"ConfluentKafkaSchemaRegistry", "KafkaAvroSchemaRegistry", NULL};
+static const char *const deserializers[] = {"BYTE_ARRAY", "CONFLUENT_AVRO", NULL}; /* kg_deserializer_t */
+static const char *const sources[] = {"KafkaSimpleSource", "KafkaAvroSource", "KafkaDeserializerSource", NULL};
+
+#define KG_FIELD(f) KG_FIELD_OF(kg_registry_settings_t, f)
+
+/* The registry's own rows, then the two that say which framing (and so which registry API) the records have: read
+ * last, by set_source, which checks them against the registry's. */
+static const kg_property_t rows[] = {
+    {.name = "kafka.schema.registry.url",
+     .type = KG_PROP_STRING,
+     .def = "",
+     KG_FIELD(url),
+     .doc = "Base URL (`http://` or `https://`) of the schema registry: Confluent's API (`.../apis/ccompat/v7` on "
+            "an Apicurio registry), or for `KafkaAvroSchemaRegistry` the URL under which `/id=<md5 hex>` and "
+            "`/latest_with_type=<topic>` answer. Needed by the Avro decoders ([Avro](#avro))."},
+    {.name = "kafka.schema.registry.class",
+     .type = KG_PROP_CLASS,
+     .def_doc = "Confluent's",
+     .names = registries,
+     .set = set_registry_class,
+     .doc = "The registry's API: `ConfluentKafkaSchemaRegistry` (schemas by 4-byte id at `/schemas/ids/<id>`, the "
+            "latest at `/subjects/<topic><suffix>/versions/latest`) or `KafkaAvroSchemaRegistry` (LinkedIn's: by "
+            "16-byte MD5 id at `/id=<hex>`, the latest at `/latest_with_type=<topic>`)."},
+    {.name = "kafka.schema_registry.confluent.schema_name_suffix",
+     .type = KG_PROP_STRING,
+     .def = "-value",
+     KG_FIELD(subject_suffix),
+     .doc = "Confluent's registry: a topic's latest schema is that of subject `<topic><suffix>`."},
+    {.name = "kafka.schema.registry.max.cache.size",
+     .type = KG_PROP_INT,
+     .def = "1000",
+     .min = 1,
+     .max = 1000000,
+     KG_FIELD(cache_size),
+     .doc = "Schemas (and topics the registry has no schema for) a registry client keeps (one per task); past it, "
+            "the one kept longest goes."},
+    {.name = "kafka.schema.registry.cache.expire.after.write.min",
+     .type = KG_PROP_INT,
+     .def = "10",
+     .min = 0,
+     .max = 525600,
+     KG_FIELD(cache_expire_min),
+     .doc = "Minutes a schema, or the registry's answer that a topic has none, is kept before the registry is asked "
+            "again; 0 keeps nothing. What a registry that cannot answer got is never kept "
+            "(`kafka.schema.registry.retry.timeout.ms`)."},
+    {.name = "kafka.schema.registry.retry.timeout.ms",
+     .type = KG_PROP_INT,
+     .def = "60000",
+     .min = 0,
+     .max = 86400000,
+     KG_FIELD(retry_timeout_ms),
+     .doc = "How long a schema lookup tries again while the registry cannot give the schema: no connection, a "
+            "timeout, HTTP 408, 429 (rate limited) or 5xx, or a 404 for a schema id that records carry (a replica "
+            "behind, a registry restarted empty). Pauses double from 1 s to 8 s, or are what `Retry-After` asks; "
+            "past this time the task fails, naming the URL, the status and the id, and no offset moves. HTTP 401 and "
+            "403 are asked once more, then fail the task. 0: one attempt ([Avro](#avro))."},
+    {.name = "kafka.deserializer.type",
+     .type = KG_PROP_ENUM,
+     .def = "BYTE_ARRAY",
+     .names = deserializers,
+     KG_FIELD(deserializer),
+     .doc = "`BYTE_ARRAY`: the payload's bytes; `CONFLUENT_AVRO`: Avro records in Confluent's framing (magic byte 0, "
+            "4-byte schema id), decoded with the schemas of `kafka.schema.registry.url` ([Avro](#avro))."},
+    {.name = "source.class",
+     .type = KG_PROP_CLASS,
+     .def = "gobblin.source.extractor.extract.kafka.KafkaSimpleSource",
+     .names = sources,
+     .set = set_source,
+     .doc = "`KafkaSimpleSource`: the record's payload as bytes; `KafkaAvroSource`: Avro records in LinkedIn's "
+            "framing (magic byte 0, 16-byte MD5 schema id) from a `KafkaAvroSchemaRegistry`; "
+            "`KafkaDeserializerSource`: as `kafka.deserializer.type` says ([Avro](#avro))."},
+};
+
+const kg_config_section_t kg_registry_section = {
+    .name = "registry", .rows = rows, .nrows = sizeof rows / sizeof rows[0], .size = sizeof(kg_registry_settings_t)};
+
+const kg_registry_settings_t *kg_registry_settings(const kg_config_t *config) {
+  return kg_config_options(config, &kg_registry_section);
 }

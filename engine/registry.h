@@ -32,6 +32,27 @@
 
 typedef struct kg_registry kg_registry_t;
 
+typedef enum { KG_REGISTRY_CONFLUENT = 0, KG_REGISTRY_LINKEDIN } kg_registry_kind_t;
+typedef enum { KG_DESERIALIZER_BYTE_ARRAY = 0, KG_DESERIALIZER_CONFLUENT_AVRO } kg_deserializer_t;
+/* How a record's payload is framed: raw bytes, or an Avro datum after a magic byte and a schema id (kg_avro.h). */
+typedef enum { KG_FRAMING_NONE = 0, KG_FRAMING_CONFLUENT, KG_FRAMING_LINKEDIN } kg_framing_t;
+
+/* The job's registry settings: its section's rows (registry.c), kafka.schema.registry.* and the two that say which
+ * framing the records have, kafka.deserializer.type and source.class, checked against the registry's. */
+typedef struct {
+  char *url;                      /* kafka.schema.registry.url, "" when not given */
+  kg_registry_kind_t kind;        /* the API: kafka.schema.registry.class (Confluent's when not given), LinkedIn's for
+                                     KafkaAvroSource */
+  char *subject_suffix;           /* kafka.schema_registry.confluent.schema_name_suffix */
+  int64_t cache_size;             /* kafka.schema.registry.max.cache.size: entries */
+  int64_t cache_expire_min;       /* kafka.schema.registry.cache.expire.after.write.min: minutes, 0: none kept */
+  int64_t retry_timeout_ms;       /* kafka.schema.registry.retry.timeout.ms: how long a lookup tries again */
+  kg_deserializer_t deserializer; /* kafka.deserializer.type */
+  kg_framing_t framing;           /* from kafka.deserializer.type and source.class: what payloads hold */
+} kg_registry_settings_t;
+extern const kg_config_section_t kg_registry_section;
+const kg_registry_settings_t *kg_registry_settings(const kg_config_t *config);
+
 /* How a client talks to its registry. Strings are copied by kg_registry_new_with. */
 typedef struct {
   const char *url;            /* base URL, http:// or https://; a trailing '/' is dropped */

@@ -40,6 +40,12 @@ void kg_report_event(kg_report_t *report, const char *name, const char *metadata
 static const kg_reporter_t *const reporters[] = {&kg_reporter_file, &kg_reporter_prom};
 #define KG_NREPORTERS (sizeof reporters / sizeof reporters[0])
 
+const kg_config_section_t *kg_report_section_at(size_t i) {
+  for (size_t r = 0; r < KG_NREPORTERS; r++)
+    if (reporters[r]->section && i-- == 0) return reporters[r]->section;
+  return NULL;
+}
+
 bool kg_report_enabled(const kg_report_t *report) {
   for (size_t i = 0; i < KG_NREPORTERS; i++)
     if (reporters[i]->enabled(report->config)) return true;

@@ -43,6 +43,7 @@ void kg_report_event(kg_report_t *report, const char *name, const char *metadata
  * so in a WARN: the run's outcome never depends on it. */
 typedef struct {
   const char *name;
+  const kg_config_section_t *section;         /* its property rows (NULL: none) */
   bool (*enabled)(const kg_config_t *config); /* whether the job's properties turn it on */
   /* While the run goes on, every metrics.report.interval, possibly on another thread than the job's: what the
    * tasks have done so far (their live counters only). May be NULL. */
@@ -55,6 +56,27 @@ typedef struct {
 
 extern const kg_reporter_t kg_reporter_file;
 extern const kg_reporter_t kg_reporter_prom;
+
+/* The file reporter's options (metrics.reporting.file.*, metrics.log.dir; reporter_file.c). */
+typedef struct {
+  bool enabled; /* metrics.reporting.file.enabled */
+  char *dir;    /* metrics.log.dir */
+  char *suffix; /* metrics.reporting.file.suffix, "" for none */
+} kg_file_reporter_options_t;
+extern const kg_config_section_t kg_reporter_file_section;
+const kg_file_reporter_options_t *kg_file_reporter_options(const kg_config_t *config);
+
+/* The Prometheus reporter's options (metrics.reporting.prometheus.*; reporter_prom.c). */
+typedef struct {
+  char *file;                     /* metrics.reporting.prometheus.file: absolute, "" for none */
+  char *pushgateway_url;          /* metrics.reporting.prometheus.pushgateway.url without a trailing /, "" for none */
+  int64_t pushgateway_timeout_ms; /* metrics.reporting.prometheus.pushgateway.timeout.ms */
+} kg_prom_reporter_options_t;
+extern const kg_config_section_t kg_reporter_prom_section;
+const kg_prom_reporter_options_t *kg_prom_reporter_options(const kg_config_t *config);
+
+/* The I-th reporter's section, in the order they report (NULL past the last). */
+const kg_config_section_t *kg_report_section_at(size_t i);
 
 /* Whether any reporter is on. */
 bool kg_report_enabled(const kg_report_t *report);

@@ -1,6 +1,7 @@
 /* reporter_file.c: the file reporter: a metrics file per run, <metrics.log.dir>/<job>.metrics.<jobId>[.<suffix>],
  * JSON lines (metrics.reporting.file.enabled). */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +23,14 @@ static int append_metrics(const char *dir, const char *path, const char *data, s
 
 static char *metrics_path(const kg_report_t *report) {
   const kg_config_t *c = report->config;
-  return *c->metrics_suffix
-             ? kg_xasprintf("%s/%s.metrics.%s.%s", c->metrics_dir, c->job_name, report->job_id, c->metrics_suffix)
-             : kg_xasprintf("%s/%s.metrics.%s", c->metrics_dir, c->job_name, report->job_id);
+  const kg_file_reporter_options_t *o = kg_file_reporter_options(c);
+  return *o->suffix ? kg_xasprintf("%s/%s.metrics.%s.%s", o->dir, c->job_name, report->job_id, o->suffix)
+                    : kg_xasprintf("%s/%s.metrics.%s", o->dir, c->job_name, report->job_id);
 }
 
 /* One interim line per task: records read and written and bytes written so far. */
 static void file_interim(const kg_report_t *report, const kg_task_t *tasks, size_t ntasks) {
-  const kg_config_t *c = report->config;
+  const kg_file_reporter_options_t *o = kg_file_reporter_options(report->config);
   kg_buf_t out = {0};
   for (size_t i = 0; i < ntasks; i++) {
     const kg_task_t *t = &tasks[i];
@@ -44,7 +45,7 @@ static void file_interim(const kg_report_t *report, const kg_task_t *tasks, size
                    (long long)atomic_load((_Atomic int64_t *)&t->live.bytes));
   }
   char *path = metrics_path(report);
-  if (append_metrics(c->metrics_dir, path, out.data, out.len))
+  if (append_metrics(o->dir, path, out.data, out.len))
     KG_WARN("cannot write the metrics file %s (metrics.log.dir)", path);
   free(path);
   kg_buf_free(&out);
@@ -53,7 +54,7 @@ static void file_interim(const kg_report_t *report, const kg_task_t *tasks, size
 /* A line per task and one for the job, then every event of the run, after any interim lines. */
 static void file_final(const kg_report_t *report, const kg_task_t *tasks, size_t ntasks,
                        const kg_metrics_t *job_metrics, bool succeeded) {
-  const kg_config_t *c = report->config;
+  const kg_file_reporter_options_t *o = kg_file_reporter_options(report->config);
   kg_buf_t out = {0};
   for (size_t i = 0; i < ntasks; i++) {
     const kg_task_t *t = &tasks[i];
@@ -73,7 +74,7 @@ static void file_final(const kg_report_t *report, const kg_task_t *tasks, size_t
   if (report->events.len) kg_buf_append(&out, report->events.data, report->events.len);
 
   char *path = metrics_path(report);
-  if (append_metrics(c->metrics_dir, path, out.data, out.len)) /* after any interim reports */
+  if (append_metrics(o->dir, path, out.data, out.len)) /* after any interim reports */
     KG_WARN("cannot write the metrics file %s (metrics.log.dir)", path);
   else
     KG_INFO("Wrote metrics to %s", path);
@@ -81,10 +82,41 @@ static void file_final(const kg_report_t *report, const kg_task_t *tasks, size_t
   kg_buf_free(&out);
 }
 
-static bool file_enabled(const kg_config_t *c) { return c->metrics_enabled; }
+static bool file_enabled(const kg_config_t *c) { return kg_file_reporter_options(c)->enabled; }
+
+#define KG_FIELD(f) KG_FIELD_OF(kg_file_reporter_options_t, f)
+
+static const kg_property_t rows[] = {
+    {.name = "metrics.reporting.file.enabled",
+     .type = KG_PROP_BOOL,
+     .def = "false",
+     KG_FIELD(enabled),
+     .doc = "Write a metrics file for each run."},
+    {.name = "metrics.log.dir",
+     .type = KG_PROP_PATH,
+     .def = "<work dir>/metrics",
+     .empty_is_default = true,
+     KG_FIELD(dir),
+     .doc = "Folder of the metrics files."},
+    {.name = "metrics.reporting.file.suffix",
+     .type = KG_PROP_STRING,
+     .def = "",
+     KG_FIELD(suffix),
+     .doc = "Extension of the metrics file."},
+};
+
+const kg_config_section_t kg_reporter_file_section = {.name = "report.file",
+                                                      .rows = rows,
+                                                      .nrows = sizeof rows / sizeof rows[0],
+                                                      .size = sizeof(kg_file_reporter_options_t)};
+
+const kg_file_reporter_options_t *kg_file_reporter_options(const kg_config_t *config) {
+  return kg_config_options(config, &kg_reporter_file_section);
+}
 
 const kg_reporter_t kg_reporter_file = {
     .name = "file",
+    .section = &kg_reporter_file_section,
     .enabled = file_enabled,
     .interim = file_interim,
     .final = file_final,

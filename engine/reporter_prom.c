@@ -583,7 +583,7 @@ static int write_atomically(const char *path, const char *data, size_t len, char
 /* The URL of the job's group on the Pushgateway: <url>/metrics/job/<job.name, URL-escaped>. */
 static char *group_url(const kg_config_t *c) {
   kg_buf_t url = {0};
-  kg_buf_appendf(&url, "%s/metrics/job/", c->pushgateway_url);
+  kg_buf_appendf(&url, "%s/metrics/job/", kg_prom_reporter_options(c)->pushgateway_url);
   kg_buf_append_url_escaped(&url, c->job_name, false);
   return url.data;
 }
@@ -655,6 +655,7 @@ static bool interim_file_warned;
 
 static void prom_interim(const kg_report_t *report, const kg_task_t *tasks, size_t ntasks) {
   const kg_config_t *c = report->config;
+  const kg_prom_reporter_options_t *o = kg_prom_reporter_options(c);
   prom_run_t run = {.report = report,
                     .now_ms = kg_now_ms(),
                     .ntasks = ntasks,
@@ -666,18 +667,18 @@ static void prom_interim(const kg_report_t *report, const kg_task_t *tasks, size
     run.bytes += atomic_load((_Atomic int64_t *)&tasks[i].live.bytes);
   }
   char err[KG_ERRLEN];
-  if (*c->prom_file) {
+  if (*o->file) {
     prom_text_t t;
     render(&t, &run, true);
-    if (write_atomically(c->prom_file, t.out.data, t.out.len, err) && !interim_file_warned) {
+    if (write_atomically(o->file, t.out.data, t.out.len, err) && !interim_file_warned) {
       interim_file_warned = true;
       KG_WARN("cannot write the interim metrics to the Prometheus file %s (metrics.reporting.prometheus.file): %s; "
               "the run goes on (later interim failures are not logged)",
-              c->prom_file, err);
+              o->file, err);
     }
     text_free(&t);
   }
-  if (*c->pushgateway_url) {
+  if (*o->pushgateway_url) {
     if (interim_push.started && !atomic_load(&interim_push.done)) return; /* the last one is still going */
     interim_push_join();
     prom_text_t t;
@@ -686,7 +687,7 @@ static void prom_interim(const kg_report_t *report, const kg_task_t *tasks, size
     interim_push.body = t.out;
     t.out = (kg_buf_t){0};
     text_free(&t);
-    interim_push.timeout_ms = c->pushgateway_timeout_ms;
+    interim_push.timeout_ms = o->pushgateway_timeout_ms;
     atomic_store(&interim_push.done, false);
     if (pthread_create(&interim_push.thread, NULL, interim_push_thread, NULL) == 0) {
       interim_push.started = true;
@@ -739,6 +740,7 @@ static void prom_final(const kg_report_t *report, const kg_task_t *tasks, size_t
                        const kg_metrics_t *job_metrics, bool succeeded) {
   (void)succeeded;
   const kg_config_t *c = report->config;
+  const kg_prom_reporter_options_t *o = kg_prom_reporter_options(c);
   interim_push_join(); /* bounded by the push's timeout */
   interim_push.warned = interim_file_warned = false;
   char err[KG_ERRLEN];
@@ -820,20 +822,20 @@ static void prom_final(const kg_report_t *report, const kg_task_t *tasks, size_t
     any_next |= run.parts[i].has_next;
   if (any_next) latest_offsets(c, &run);
 
-  if (*c->prom_file) {
+  if (*o->file) {
     prom_text_t t;
     render(&t, &run, true);
-    if (write_atomically(c->prom_file, t.out.data, t.out.len, err))
-      KG_WARN("cannot write the Prometheus file %s (metrics.reporting.prometheus.file): %s", c->prom_file, err);
+    if (write_atomically(o->file, t.out.data, t.out.len, err))
+      KG_WARN("cannot write the Prometheus file %s (metrics.reporting.prometheus.file): %s", o->file, err);
     else
-      KG_INFO("Wrote the Prometheus metrics to %s", c->prom_file);
+      KG_INFO("Wrote the Prometheus metrics to %s", o->file);
     text_free(&t);
   }
-  if (*c->pushgateway_url) {
+  if (*o->pushgateway_url) {
     prom_text_t t;
     render(&t, &run, false);
     char *url = group_url(c);
-    if (push(url, t.out.data, t.out.len, c->pushgateway_timeout_ms, err))
+    if (push(url, t.out.data, t.out.len, o->pushgateway_timeout_ms, err))
       KG_WARN("cannot push the metrics to the Pushgateway at %s (metrics.reporting.prometheus.pushgateway.url): %s",
               url, err);
     else
@@ -845,11 +847,95 @@ static void prom_final(const kg_report_t *report, const kg_task_t *tasks, size_t
 }
 
 static bool prom_enabled(const kg_config_t *c) {
-  return (c->prom_file && *c->prom_file) || (c->pushgateway_url && *c->pushgateway_url);
+  const kg_prom_reporter_options_t *o = kg_prom_reporter_options(c);
+  return (o->file && *o->file) || (o->pushgateway_url && *o->pushgateway_url);
+}
+
+/* ---- the Prometheus reporter's properties -------------------------------------------------------------------- */
+
+/* metrics.reporting.prometheus.file: empty for none, else made absolute; a name ending in / is refused. */
+static int set_prom_file(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                         kg_property_value_t *v, char *errbuf) {
+  (void)p;
+  char *value = v->s;
+  size_t n = strlen(value);
+  if (n && value[n - 1] == '/') {
+    kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s names a folder: give the file, such as %skingest.prom",
+            kg_config_origin(c, key), key, value, value);
+    free(value);
+    return KG_EINVAL;
+  }
+  ((kg_prom_reporter_options_t *)options)->file = n ? kg_config_absolute(value) : kg_xstrdup("");
+  free(value);
+  return KG_OK;
+}
+
+/* metrics.reporting.prometheus.pushgateway.url: empty for none, else an http:// or https:// URL (its trailing / left
+ * off, so that the push path can follow it). */
+static int set_pushgateway_url(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                               kg_property_value_t *v, char *errbuf) {
+  (void)p;
+  char *value = v->s;
+  const char *url = kg_strtrim(value);
+  if (*url && strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8)) {
+    kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s: expected the Pushgateway's http:// or https:// URL",
+            kg_config_origin(c, key), key, url);
+    free(value);
+    return KG_EINVAL;
+  }
+  size_t n = strlen(url);
+  while (n && url[n - 1] == '/')
+    n--;
+  ((kg_prom_reporter_options_t *)options)->pushgateway_url = kg_xasprintf("%.*s", (int)n, url);
+  free(value);
+  return KG_OK;
+}
+
+static void clear(void *options) {
+  kg_prom_reporter_options_t *o = options;
+  free(o->file);
+  free(o->pushgateway_url);
+}
+
+#define KG_FIELD(f) KG_FIELD_OF(kg_prom_reporter_options_t, f)
+
+static const kg_property_t rows[] = {
+    {.name = "metrics.reporting.prometheus.file",
+     .type = KG_PROP_STRING,
+     .def = "",
+     .set = set_prom_file,
+     .doc = "File the run's metrics go to in Prometheus's text format, for node_exporter's textfile collector (a "
+            "`*.prom` file in its folder, which must exist): replaced atomically when the run ends and every "
+            "`metrics.report.interval` during it. Empty: none ([Prometheus](#prometheus))."},
+    {.name = "metrics.reporting.prometheus.pushgateway.url",
+     .type = KG_PROP_STRING,
+     .def = "",
+     .set = set_pushgateway_url,
+     .doc = "Base URL (`http://` or `https://`) of a Prometheus Pushgateway: the same metrics are PUT to "
+            "`<url>/metrics/job/<job.name>` at the same times, replacing the job's group. Empty: none."},
+    {.name = "metrics.reporting.prometheus.pushgateway.timeout.ms",
+     .type = KG_PROP_INT,
+     .def = "5000",
+     .min = 100,
+     .max = 600000,
+     KG_FIELD(pushgateway_timeout_ms),
+     .doc = "Longest a push to the Pushgateway may take, connecting included; one that takes longer is given up with "
+            "a WARN and the run goes on."},
+};
+
+const kg_config_section_t kg_reporter_prom_section = {.name = "report.prometheus",
+                                                      .rows = rows,
+                                                      .nrows = sizeof rows / sizeof rows[0],
+                                                      .size = sizeof(kg_prom_reporter_options_t),
+                                                      .clear = clear};
+
+const kg_prom_reporter_options_t *kg_prom_reporter_options(const kg_config_t *config) {
+  return kg_config_options(config, &kg_reporter_prom_section);
 }
 
 const kg_reporter_t kg_reporter_prom = {
     .name = "prometheus",
+    .section = &kg_reporter_prom_section,
     .enabled = prom_enabled,
     .interim = prom_interim,
     .final = prom_final,

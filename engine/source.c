@@ -333,7 +333,8 @@ int kg_source_plan(const kg_config_t *c, kg_state_t *state, kg_plan_t *plan, cha
   free(sel_earliest);
   free(sel_latest);
   free(sel_error);
-  if (!rc) rc = kg_estimate_sizes(c, plan->units, plan->nunits, stored, nstored, errbuf);
+  kg_estimator_options_t estimator = kg_estimator_of(c);
+  if (!rc) rc = kg_estimate_sizes(&estimator, plan->units, plan->nunits, stored, nstored, errbuf);
   kg_kafka_free_topics(topics, ntopics);
   kg_kafka_destroy(kafka);
   kg_topic_filter_destroy(filter);

@@ -200,7 +200,8 @@ static void fetch_failed(kg_unit_result_t *res, const kg_config_t *c, const char
   if (strstr(why, "kafka.brokers="))
     snprintf(res->fetch_error, sizeof res->fetch_error, "%.1000s", why);
   else
-    snprintf(res->fetch_error, sizeof res->fetch_error, "%.700s (kafka.brokers=%.250s)", why, c->brokers);
+    snprintf(res->fetch_error, sizeof res->fetch_error, "%.700s (kafka.brokers=%.250s)", why,
+             kg_kafka_options(c)->brokers);
 }
 
 static void stop_early(kg_unit_result_t *res, const kg_workunit_t *wu, int64_t next, const char *why) {
@@ -501,6 +502,7 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
   kg_record_t *records = run->records;
   kg_task_t *t = run->task;
   const kg_config_t *c = t->spec.config;
+  const kg_kafka_options_t *k = kg_kafka_options(c);
   int64_t start = kg_mono_ms();
   int64_t next = wu->low;
   res->actual_high = wu->low;
@@ -537,7 +539,7 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
     /* Ask for no more than the range (and the limits) still allow, so the last batch returns as soon as it is
      * complete. */
     int64_t want = kg_limits_batch(&allow, wu->high - next, res->records, start);
-    int n = kg_kafka_fetch(kafka, records, want < c->batch_size ? (int)want : c->batch_size, 500, &eof_offset, ferr);
+    int n = kg_kafka_fetch(kafka, records, want < k->batch_size ? (int)want : k->batch_size, 500, &eof_offset, ferr);
     if (n == KG_ERANGE) {
       if (!deleted_under_reader(run, wu, res, &next, ferr)) break;
       continue;
@@ -580,13 +582,13 @@ static int pull_unit(kg_task_run_t *run, kg_workunit_t *wu, kg_allowance_t allow
       if (end > next) next = end;
       if (next < wu->high) break;
     }
-    if (keep == 0 && kg_mono_ms() - last_progress > c->fetch_timeout_ms) {
+    if (keep == 0 && kg_mono_ms() - last_progress > k->fetch_timeout_ms) {
       KG_WARN("No record from %s:%d for %lld ms (kafka.fetch.timeout.ms) at offset %lld, expected up to %lld; "
               "moving on to the next partition",
-              wu->topic, wu->partition, (long long)c->fetch_timeout_ms, (long long)next, (long long)wu->high);
+              wu->topic, wu->partition, (long long)k->fetch_timeout_ms, (long long)next, (long long)wu->high);
       char why[KG_ERRLEN / 2];
       snprintf(why, sizeof why, "no record for %lld ms (kafka.fetch.timeout.ms) at offset %lld",
-               (long long)c->fetch_timeout_ms, (long long)next);
+               (long long)k->fetch_timeout_ms, (long long)next);
       fetch_failed(res, c, why);
       break;
     }
@@ -607,7 +609,7 @@ int kg_task_open(kg_task_t *t, kg_task_run_t **out, char *errbuf) {
   run->task = t;
   run->log_limit = 5;
   run->outputs = kg_outputs_new(&t->spec);
-  run->records = kg_xcalloc((size_t)c->batch_size, sizeof(kg_record_t));
+  run->records = kg_xcalloc((size_t)kg_kafka_options(c)->batch_size, sizeof(kg_record_t));
   run->schemas = kg_avro_schemas_new();
   run->fixed_schema = run->reader_schema = run->output_schema = -1;
   run->last_writer = -1;
@@ -618,9 +620,11 @@ int kg_task_open(kg_task_t *t, kg_task_run_t **out, char *errbuf) {
   run->range_total = kg_limits_most(&run->limits, run->range_total);
   int rc = kg_lua_new(c->job_is_lua ? c->job_file : NULL, &run->lua, errbuf);
   atomic_store(&t->live.lua, (void *)run->lua);
-  if (!rc && c->avro_framing != KG_FRAMING_NONE) rc = kg_avro_input_new(c, run->schemas, &run->avro, errbuf);
-  if (!rc && c->avro_schema && t->spec.writer == &kg_writer_avro)
-    rc = kg_avro_schemas_add(run->schemas, c->avro_schema, c->avro_schema_len, &run->fixed_schema, errbuf);
+  if (!rc && kg_registry_settings(c)->framing != KG_FRAMING_NONE)
+    rc = kg_avro_input_new(c, run->schemas, &run->avro, errbuf);
+  const kg_avro_file_options_t *avro_out = kg_avro_file_options(c);
+  if (!rc && avro_out->schema && t->spec.writer == &kg_writer_avro)
+    rc = kg_avro_schemas_add(run->schemas, avro_out->schema, avro_out->schema_len, &run->fixed_schema, errbuf);
   return rc;
 }
 

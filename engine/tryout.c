@@ -21,8 +21,11 @@
 #include "executor.h"
 #include "fs.h"
 #include "job.h"
+#include "kafka.h"
 #include "lua_bridge.h"
 #include "output.h"
+#include "partition.h"
+#include "registry.h"
 #include "task.h"
 #include "workunit.h"
 
@@ -56,14 +59,15 @@ int kg_tryout_validate(const kg_config_t *c, FILE *out, char *errbuf) {
     return EX_CONFIG;
   }
   row(out, "job", "%s (%s)", c->job_name, c->job_file);
-  row(out, "brokers", "%s (not contacted)", c->brokers);
+  row(out, "brokers", "%s (not contacted)", kg_kafka_options(c)->brokers);
   row(out, "topics", "%s%s%s%s", *c->topic_whitelist ? "topic.whitelist=" : "every topic (topic.whitelist is empty)",
       c->topic_whitelist, *c->topic_blacklist ? "; topic.blacklist=" : "", c->topic_blacklist);
-  if (c->avro_framing == KG_FRAMING_NONE)
+  const kg_registry_settings_t *registry = kg_registry_settings(c);
+  if (registry->framing == KG_FRAMING_NONE)
     row(out, "input", "the records' bytes");
   else
     row(out, "input", "Avro records in %s framing, schemas from %s (not contacted)",
-        c->avro_framing == KG_FRAMING_CONFLUENT ? "Confluent's" : "LinkedIn's", c->registry_url);
+        registry->framing == KG_FRAMING_CONFLUENT ? "Confluent's" : "LinkedIn's", registry->url);
   for (char *line = hooks.data; line && *line;) {
     char *nl = strchr(line, '\n'), *tab = strchr(line, '\t');
     if (!nl || !tab || tab > nl) break;
@@ -72,22 +76,21 @@ int kg_tryout_validate(const kg_config_t *c, FILE *out, char *errbuf) {
     line = nl + 1;
   }
   kg_buf_free(&hooks);
-  char *fp = kg_task_file_path(c, "<topic>", "<yyyyMMddHHmmss>");
-  row(out, "writer", "%s writer, %s, codec %s: %s/%s%s/part.<taskId>.%s",
-      writer == &kg_writer_avro  ? "the Avro"
-      : writer == &kg_writer_csv ? "the CSV"
-                                 : "the simple",
-      c->output_format, codec_names[c->codec], c->final_dir, fp, c->partitioner ? "/<time folders>" : "", c->file_ext);
+  char *fp = kg_task_file_path(c->path_type, c->extract_namespace, "<topic>", "<yyyyMMddHHmmss>");
+  const kg_writer_settings_t *settings = kg_writer_settings(c);
+  row(out, "writer", "%s, %s, codec %s: %s/%s%s/part.<taskId>.%s", writer->title, c->output_format,
+      codec_names[settings->codec], c->final_dir, fp, kg_partitioner_of(c) ? "/<time folders>" : "", settings->ext);
   free(fp);
   if (writer == &kg_writer_csv) {
+    const kg_csv_options_t *csv = kg_csv_options(c);
     kg_buf_t columns = {0};
-    for (size_t i = 0; i < c->csv.ncolumns; i++)
-      kg_buf_appendf(&columns, "%s%s", i ? "," : "", c->csv.columns[i]);
+    for (size_t i = 0; i < csv->ncolumns; i++)
+      kg_buf_appendf(&columns, "%s%s", i ? "," : "", csv->columns[i]);
     char delimiter[8];
-    snprintf(delimiter, sizeof delimiter, c->csv.delimiter == '\t' ? "\\t" : "%c", c->csv.delimiter);
+    snprintf(delimiter, sizeof delimiter, csv->delimiter == '\t' ? "\\t" : "%c", csv->delimiter);
     row(out, "columns", "%s (delimiter %s, lines end in %s, %s, extra fields %s)", columns.data, delimiter,
-        c->csv.crlf ? "CRLF" : "LF", c->csv.header ? "a header line" : "no header line",
-        c->csv.ignore_extra ? "left out" : "fail the record");
+        csv->crlf ? "CRLF" : "LF", csv->header ? "a header line" : "no header line",
+        csv->ignore_extra ? "left out" : "fail the record");
     kg_buf_free(&columns);
   }
   static const char *const policies[] = {"skip", "fail", "quarantine"};
@@ -358,7 +361,7 @@ static int print_files(const kg_config_t *c, const kg_task_spec_t *spec, const k
     report(o, KG_LOG_INFO, "output file %s", f->final);
     int64_t records = 0;
     rc = spec->writer == &kg_writer_avro ? print_avro(f->output, o->out, &records, errbuf)
-                                         : print_text(f->output, c->codec, o->out, errbuf);
+                                         : print_text(f->output, kg_writer_settings(c)->codec, o->out, errbuf);
   }
   if (rc == EX_OK && fflush(o->out)) rc = kg_fail(errbuf, EX_IOERR, "cannot write to stdout: %s", strerror(errno));
   return rc;

@@ -4,8 +4,9 @@
  * written: the task's metrics and the run's history take them from here.
  *
  * A backend is a kg_writer_ops_t; kg_writer_find picks one by writer.builder.class and writer.output.format
- * from the registry in writer.c. Adding one is a new file that fills a kg_writer_ops_t and a row in that
- * registry.
+ * from the registry in writer.c. Adding one is a new file that fills a kg_writer_ops_t, with its property rows in
+ * a kg_config_section_t that the ops name, and a row in that registry: the job's properties then include its
+ * rows, and the options they make reach its open.
  *
  * Records, bytes and marks. RECORDS counts whole records given to the writer. BYTES counts the bytes in the
  * file: what the format puts first, each record as it reaches the file, and what the format puts last once
@@ -34,9 +35,30 @@ typedef enum { KG_CODEC_NULL = 0, KG_CODEC_DEFLATE, KG_CODEC_SNAPPY, KG_CODEC_GZ
  * property for it. */
 #define KG_AVRO_BLOCK_BYTES 64000
 
-/* The CSV writer's settings (writer.csv.*): the columns, in order (NCOLUMNS names, at least one, none twice), the
- * byte between fields, the line end (CRLF: "\r\n", else "\n"), a header line of the column names at the top of
- * each file, and whether a field that is no column is left out (IGNORE_EXTRA) or fails its record. */
+/* The settings every writer reads: writer.c's rows, writer.codec.type and writer.deflate.level, checked against the
+ * output's format (Avro blocks take null, deflate or snappy; a text file null, gzip or zstd); and the extension of
+ * the output's files that follows from them. */
+typedef struct {
+  kg_codec_t codec;
+  int deflate_level; /* 0-9 */
+  char *ext;         /* writer.output.format's, and .gz or .zst for a compressed text file; owned */
+} kg_writer_settings_t;
+extern const kg_config_section_t kg_writer_section;
+const kg_writer_settings_t *kg_writer_settings(const kg_config_t *config);
+
+/* The simple writer's options (simple.writer.*, writer_simple.c): the bytes after each record (DELIMITER_LEN of
+ * them; owned when its section made them), and whether each record's length goes before it as 8 big-endian bytes. */
+typedef struct {
+  const char *delimiter;
+  size_t delimiter_len;
+  bool prepend_size;
+} kg_simple_options_t;
+extern const kg_config_section_t kg_writer_simple_section;
+const kg_simple_options_t *kg_simple_options(const kg_config_t *config);
+
+/* The CSV writer's options (writer.csv.*, writer_csv.c): the columns, in order (NCOLUMNS names, at least one, none
+ * twice), the byte between fields, the line end (CRLF: "\r\n", else "\n"), a header line of the column names at
+ * the top of each file, and whether a field that is no column is left out (IGNORE_EXTRA) or fails its record. */
 typedef struct {
   char **columns;
   size_t ncolumns;
@@ -45,28 +67,46 @@ typedef struct {
   bool header;
   bool ignore_extra;
 } kg_csv_options_t;
+extern const kg_config_section_t kg_writer_csv_section;
+const kg_csv_options_t *kg_csv_options(const kg_config_t *config);
 
-/* What a writer is opened with; the backend copies what it keeps, so the caller keeps what it passed. */
+/* The Avro writer's options (writer.avro.schema or writer.avro.schema.file, writer_avro.c), the text checked by
+ * avro-c when the job is read: with avro output, the records' schema (SCHEMA, SCHEMA_LEN bytes; NULL when each
+ * topic's latest schema from the registry is used); with csv output, a record schema whose fields are the CSV
+ * columns (FIELDS, FIELDS_LEN bytes, given by property FIELDS_KEY), which the CSV writer's rows read. Owned. */
 typedef struct {
-  const char *delimiter; /* bytes after each record (simple.writer.delimiter), DELIMITER_LEN of them */
-  size_t delimiter_len;
-  bool prepend_size; /* each record's length as 8 big-endian bytes before it (simple.writer.prepend.size) */
-  /* Avro: the schema's JSON text, written to the header byte for byte (SCHEMA_LEN bytes; validated by the
-   * caller), the codec, its deflate level (0-9) and the block bound (datum bytes; 0 for KG_AVRO_BLOCK_BYTES).
-   * The simple writer: the codec of the whole file (null, gzip at DEFLATE_LEVEL, zstd), the records held back
-   * before they are compressed (BLOCK_BYTES, 0 for KG_AVRO_BLOCK_BYTES). */
+  char *schema;
+  size_t schema_len;
+  char *fields;
+  size_t fields_len;
+  const char *fields_key;
+} kg_avro_file_options_t;
+extern const kg_config_section_t kg_writer_avro_section;
+const kg_avro_file_options_t *kg_avro_file_options(const kg_config_t *config);
+
+/* What a writer is opened with: the settings every writer reads, the file's records' schema for a format that
+ * writes one, and the backend's own options. The backend copies what it keeps, so the caller keeps what it
+ * passed. */
+typedef struct {
+  kg_codec_t codec;   /* Avro: the blocks' codec; the simple and CSV writers: the whole file's (null, gzip, zstd) */
+  int deflate_level;  /* 0-9, for deflate and gzip */
+  size_t block_bytes; /* the block bound (datum or record bytes held before they are compressed); 0 for
+                         KG_AVRO_BLOCK_BYTES */
+  /* Avro: the schema's JSON text, written to the header byte for byte (SCHEMA_LEN bytes; validated by the caller);
+   * NULL for the one of the backend's options. */
   const char *schema;
   size_t schema_len;
-  kg_codec_t codec;
-  int deflate_level;
-  size_t block_bytes;
-  kg_csv_options_t csv; /* the CSV writer's; the file's codec, level and block bound are the ones above */
+  /* The backend's own options (kg_simple_options_t, kg_csv_options_t, kg_avro_file_options_t), as its section
+   * parsed them or as a test builds them; NULL for its defaults (the CSV writer has none: it needs columns). */
+  const void *backend;
 } kg_writer_options_t;
 
 /* A writer backend: one output format. Every function returns KG_OK, or an error with a sentence naming the
  * file in ERRBUF (kg_writer_io_error makes the I/O ones). */
 typedef struct {
-  const char *name; /* "simple", "avro" */
+  const char *name;                   /* "simple", "avro" */
+  const char *title;                  /* what `kingest validate` calls it: "the simple writer" */
+  const kg_config_section_t *section; /* its property rows, whose options OPEN gets in OPTIONS->backend; NULL: none */
   /* Sets up W->impl from OPTIONS once W->stream is open; may write what the format puts first, and *BYTES
    * gets how many bytes that is (starts at 0). */
   int (*open)(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf);
@@ -98,19 +138,31 @@ struct kg_writer {
   void *impl;             /* the backend's state, owned by it */
 };
 
+/* The I-th section of the writers in the registry, in its order (NULL past the last). */
+const kg_config_section_t *kg_writer_section_at(size_t i);
+
+/* The options a job's files of backend OPS are opened with: CONFIG's writer settings and OPS's own options, with
+ * SCHEMA (SCHEMA_LEN bytes, may be NULL) as the files' schema. */
+kg_writer_options_t kg_writer_options_of(const kg_config_t *config, const kg_writer_ops_t *ops, const char *schema,
+                                         size_t schema_len);
+
 /* The backend for writer.builder.class BUILDER_CLASS (its last dotted part is matched; NULL for the default,
  * SimpleDataWriterBuilder) and writer.output.format FORMAT. KG_EINVAL naming both when there is none. */
 int kg_writer_find(const char *builder_class, const char *format, const kg_writer_ops_t **out, char *errbuf);
+
+/* The formats of the registry's rows (writer.output.format's values), each once, in the registry's order: at most
+ * SIZE - 1 of them into OUT, then NULL. */
+void kg_writer_formats(const char **out, size_t size);
 /* The simple writer (writer_simple.c): each record's bytes, optionally preceded by its size, then the
  * delimiter; the file compressed as a whole by gzip or zstd, or not. Also the writer of quarantined records, as
  * JSON lines. */
 extern const kg_writer_ops_t kg_writer_simple;
 /* The CSV writer (writer_csv.c): each record a JSON object (a table the script returned, a JSON payload, an Avro
- * record as JSON) or array, written as one CSV line of OPTIONS->csv's columns; the file compressed as the simple
- * writer's. */
+ * record as JSON) or array, written as one CSV line of the columns of its options (kg_csv_options_t); the file
+ * compressed as the simple writer's. */
 extern const kg_writer_ops_t kg_writer_csv;
 /* The Avro writer (writer_avro.c): an Avro object container file whose records are Avro binary datums of the
- * file's schema (OPTIONS->schema), written as they are, in blocks compressed by OPTIONS->codec. */
+ * file's schema (OPTIONS->schema, else its options'), written as they are, in blocks compressed by OPTIONS->codec. */
 extern const kg_writer_ops_t kg_writer_avro;
 
 /* Creates PATH (and its folder) on FS with the format of OPS; never replaces an existing file (KG_EIO naming

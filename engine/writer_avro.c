@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "kg_avro.h"
+#include "registry.h"
 #include "writer.h"
 
 typedef struct {
@@ -82,16 +83,18 @@ static const char *codec_name(kg_codec_t codec) {
 }
 
 static int ocf_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf) {
+  const kg_avro_file_options_t *own = options->backend;
+  const char *schema = options->schema ? options->schema : own ? own->schema : NULL;
+  size_t schema_len = options->schema ? options->schema_len : own ? own->schema_len : 0;
   ocf_t *a = kg_xcalloc(1, sizeof *a);
   w->impl = a;
   a->codec = options->codec;
   a->deflate_level = options->deflate_level;
   a->block_bytes = options->block_bytes ? options->block_bytes : KG_AVRO_BLOCK_BYTES;
-  if (!options->schema || !options->schema_len)
-    return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: no schema", w->path);
+  if (!schema || !schema_len) return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: no schema", w->path);
   /* The schema was checked when the job started (or, from a registry, when the task met it). */
   char serr[KG_ERRLEN];
-  if (!(a->shape = kg_avro_shape_parse(options->schema, options->schema_len, serr)))
+  if (!(a->shape = kg_avro_shape_parse(schema, schema_len, serr)))
     return kg_fail(errbuf, KG_EINVAL, "cannot write Avro file %s: its schema is %s", w->path, serr);
   if (a->codec == KG_CODEC_DEFLATE) {
     if (deflateInit2(&a->z, a->deflate_level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
@@ -104,7 +107,7 @@ static int ocf_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t 
   kg_buf_append(&header, "Obj\x01", 4);
   put_long(&header, 2); /* one block of two metadata entries, then the empty block that ends the map */
   put_bytes(&header, "avro.schema", 11);
-  put_bytes(&header, options->schema, options->schema_len);
+  put_bytes(&header, schema, schema_len);
   put_bytes(&header, "avro.codec", 10);
   put_bytes(&header, codec_name(a->codec), strlen(codec_name(a->codec)));
   put_long(&header, 0);
@@ -243,6 +246,8 @@ static void ocf_release(kg_writer_t *w) {
 
 const kg_writer_ops_t kg_writer_avro = {
     .name = "avro",
+    .title = "the Avro writer",
+    .section = &kg_writer_avro_section,
     .open = ocf_open,
     .write = ocf_write,
     .mark = ocf_mark,
@@ -250,3 +255,128 @@ const kg_writer_ops_t kg_writer_avro = {
     .finish = ocf_finish,
     .release = ocf_release,
 };
+
+/* ---- the Avro writer's properties ---------------------------------------------------------------------------- */
+
+static bool is_avro(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "avro"); }
+static bool is_csv(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "csv"); }
+
+static char *no_schema(const kg_config_t *c, const void *options) {
+  (void)c, (void)options;
+  return kg_xstrdup("");
+}
+
+/* The bytes of file PATH: a new string of *LEN bytes, or NULL with the reason in WHY. */
+static char *read_file(const char *path, size_t *len, char *why, size_t why_size) {
+  int error = 0;
+  char *data = kg_read_file(path, len, &error);
+  if (!data) snprintf(why, why_size, "%s", error > 0 ? strerror(error) : "read error");
+  return data;
+}
+
+/* writer.avro.schema, or writer.avro.schema.file, read together: the schema text, checked by avro-c. avro-c
+ * keeps its error text in one global buffer: it is read right after the failing call, on the main thread. */
+static int set_avro_schema(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                           kg_property_value_t *v, char *errbuf) {
+  kg_avro_file_options_t *o = options;
+  const kg_property_t *file_row = kg_config_property("writer.avro.schema.file");
+  const char *file = kg_props_get(c->props, file_row->name);
+  const char *given = key ? key : file ? file_row->name : NULL;
+  if (key && file) {
+    free(v->s);
+    return kg_fail(errbuf, KG_EINVAL, "%s: properties %s and %s are both set; set one of them",
+                   kg_config_origin(c, file_row->name), p->name, file_row->name);
+  }
+  bool csv = is_csv(c) && given; /* a record schema gives the CSV writer its columns */
+  if (!is_avro(c) && !csv) {
+    free(v->s);
+    if (!given) return KG_OK;
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: %s is read by the Avro writer, and by the CSV writer for its columns, and writer.output.format "
+                   "is %s",
+                   kg_config_origin(c, given), given, c->output_format);
+  }
+  if (!given) {
+    free(v->s);
+    if (kg_registry_settings(c)->framing != KG_FRAMING_NONE)
+      return KG_OK; /* each topic's latest schema, from the registry */
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: writer.output.format=avro needs the records' Avro schema: set writer.avro.schema (its JSON "
+                   "text; `schema` in a job.lua) or writer.avro.schema.file (a file holding it), or read Avro records "
+                   "from a schema registry (kafka.deserializer.type=CONFLUENT_AVRO)",
+                   c->job_file);
+  }
+  size_t len = strlen(v->s);
+  char *path = NULL;
+  if (!key) {
+    free(v->s);
+    kg_property_value_t pv;
+    int rc = kg_property_parse(file_row, file_row->name, kg_config_origin(c, file_row->name), file, NULL, &pv, errbuf);
+    if (rc) return rc;
+    path = pv.s;
+    char why[256];
+    v->s = read_file(path, &len, why, sizeof why);
+    if (!v->s) {
+      rc = kg_fail(errbuf, KG_EINVAL, "%s: %s=%s: cannot read %s: %s", kg_config_origin(c, file_row->name),
+                   file_row->name, file, path, why);
+      free(path);
+      return rc;
+    }
+  }
+  if (csv) { /* the text is for the CSV writer's columns: the records are not Avro */
+    o->fields = v->s;
+    o->fields_len = len;
+    o->fields_key = path ? file_row->name : key;
+  } else {
+    o->schema = v->s;
+    o->schema_len = len;
+  }
+  avro_schema_t schema = NULL;
+  if (avro_schema_from_json_length(v->s, len, &schema)) {
+    const char *reason = avro_strerror();
+    int rc = path
+                 ? kg_fail(errbuf, KG_EINVAL, "%s: %s=%s: invalid Avro schema in %s: %s",
+                           kg_config_origin(c, file_row->name), file_row->name, file, path, reason)
+                 : kg_fail(errbuf, KG_EINVAL, "%s: %s: invalid Avro schema: %s", kg_config_origin(c, key), key, reason);
+    free(path);
+    return rc;
+  }
+  avro_schema_decref(schema);
+  free(path);
+  return KG_OK;
+}
+
+static void clear(void *options) {
+  kg_avro_file_options_t *o = options;
+  free(o->schema);
+  free(o->fields);
+}
+
+/* Read after writer.output.format and the framing of the input (the registry's rows), which they depend on. */
+static const kg_property_t rows[] = {
+    {.name = "writer.avro.schema",
+     .alias = "schema",
+     .type = KG_PROP_STRING,
+     .def_doc = "none",
+     .computed = no_schema,
+     .set = set_avro_schema,
+     .doc = "The output's Avro schema, as JSON text (`schema` in a job.lua): `avro` output needs it, or "
+            "`writer.avro.schema.file`, unless it reads Avro records from a registry (then each topic's latest "
+            "schema). Records are written with it ([Avro](#avro)); its text goes into each file's header byte for "
+            "byte. Checked when the job starts, the error naming the schema's problem. With `csv` output, a record "
+            "schema whose fields are the columns."},
+    {.name = "writer.avro.schema.file",
+     .type = KG_PROP_PATH,
+     .part_of = "writer.avro.schema",
+     .doc = "A file holding the records' Avro schema (instead of `writer.avro.schema`)."},
+};
+
+const kg_config_section_t kg_writer_avro_section = {.name = "writer.avro",
+                                                    .rows = rows,
+                                                    .nrows = sizeof rows / sizeof rows[0],
+                                                    .size = sizeof(kg_avro_file_options_t),
+                                                    .clear = clear};
+
+const kg_avro_file_options_t *kg_avro_file_options(const kg_config_t *config) {
+  return kg_config_options(config, &kg_writer_avro_section);
+}

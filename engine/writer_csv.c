@@ -16,6 +16,7 @@
  *
  * Each line goes to the simple writer's file handling (writer_simple.c), which this backend runs under its own
  * state: the whole file compressed by gzip or zstd, or not, with the same marks and truncation. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,13 +198,13 @@ static void csv_release(kg_writer_t *w) {
 }
 
 static int csv_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf) {
-  const kg_csv_options_t *o = &options->csv;
-  if (!o->ncolumns) return kg_fail(errbuf, KG_EINVAL, "cannot write CSV file %s: no columns", w->path);
-  kg_writer_options_t simple = {.delimiter = o->crlf ? "\r\n" : "\n",
-                                .delimiter_len = o->crlf ? 2 : 1,
-                                .codec = options->codec,
+  const kg_csv_options_t *o = options->backend;
+  if (!o || !o->ncolumns) return kg_fail(errbuf, KG_EINVAL, "cannot write CSV file %s: no columns", w->path);
+  kg_simple_options_t lines = {.delimiter = o->crlf ? "\r\n" : "\n", .delimiter_len = o->crlf ? 2 : 1};
+  kg_writer_options_t simple = {.codec = options->codec,
                                 .deflate_level = options->deflate_level,
-                                .block_bytes = options->block_bytes};
+                                .block_bytes = options->block_bytes,
+                                .backend = &lines};
   int rc = kg_writer_simple.open(w, &simple, bytes, errbuf);
   if (rc) {
     kg_writer_simple.release(w);
@@ -272,6 +273,8 @@ static int csv_finish(kg_writer_t *w, int64_t *bytes, char *errbuf) {
 
 const kg_writer_ops_t kg_writer_csv = {
     .name = "csv",
+    .title = "the CSV writer",
+    .section = &kg_writer_csv_section,
     .open = csv_open,
     .write = csv_write,
     .mark = csv_mark,
@@ -279,3 +282,197 @@ const kg_writer_ops_t kg_writer_csv = {
     .finish = csv_finish,
     .release = csv_release,
 };
+
+/* ---- the CSV writer's properties ----------------------------------------------------------------------------- */
+
+static const char *const line_ends[] = {"lf", "crlf", NULL};
+static const char *const extra_fields[] = {"fail", "ignore", NULL};
+
+static bool is_csv(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "csv"); }
+
+static char *no_columns(const kg_config_t *c, const void *options) {
+  (void)c, (void)options;
+  return kg_xstrdup("");
+}
+
+/* Adds column NAME (N bytes) to the CSV columns; KG_EINVAL naming WHAT (the property and its origin) for an empty
+ * name or one given twice. */
+static int add_column(kg_csv_options_t *o, const char *name, size_t n, const char *what, char *errbuf) {
+  if (!n) return kg_fail(errbuf, KG_EINVAL, "%s: a column name is empty", what);
+  for (size_t i = 0; i < o->ncolumns; i++)
+    if (strlen(o->columns[i]) == n && !memcmp(o->columns[i], name, n))
+      return kg_fail(errbuf, KG_EINVAL, "%s: column %.*s is given twice", what, (int)n, name);
+  o->columns = kg_xrealloc(o->columns, (o->ncolumns + 1) * sizeof *o->columns);
+  o->columns[o->ncolumns++] = kg_xstrndup(name, n);
+  return KG_OK;
+}
+
+/* The CSV columns from the record schema of the Avro writer's rows (AVRO->fields, given by AVRO->fields_key): its
+ * fields' names, in order. */
+static int csv_columns_of_schema(const kg_config_t *c, kg_csv_options_t *o, const kg_avro_file_options_t *avro,
+                                 char *errbuf) {
+  const char *key = avro->fields_key;
+  char what[512];
+  snprintf(what, sizeof what, "%s: %s (the columns of writer.output.format=csv)", kg_config_origin(c, key), key);
+  kg_json_t *schema = NULL;
+  char jerr[KG_ERRLEN];
+  if (kg_json_parse(avro->fields, avro->fields_len, key, &schema, jerr))
+    return kg_fail(errbuf, KG_EINVAL, "%s: %s", what, jerr);
+  const kg_json_t *type = kg_json_get(schema, "type"), *fields = kg_json_get(schema, "fields");
+  int rc = KG_OK;
+  if (!type || type->type != KG_JSON_STRING || strcmp(type->string, "record") || !fields ||
+      fields->type != KG_JSON_ARRAY || !fields->count)
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: the schema is not a record with fields, whose names would be the columns; set "
+                 "writer.csv.columns instead",
+                 what);
+  for (size_t i = 0; !rc && i < fields->count; i++) {
+    const kg_json_t *name = kg_json_get(&fields->items[i], "name");
+    rc = name && name->type == KG_JSON_STRING ? add_column(o, name->string, name->length, what, errbuf)
+                                              : kg_fail(errbuf, KG_EINVAL, "%s: field %zu has no name", what, i + 1);
+  }
+  kg_json_free(schema);
+  return rc;
+}
+
+/* The value of part-of row NAME of the CSV writer: the job's, or the row's default, parsed. */
+static int csv_row(const kg_config_t *c, const char *name, kg_property_value_t *out, char *errbuf) {
+  const kg_property_t *row = kg_config_property(name);
+  const char *given = kg_props_get(c->props, name);
+  return kg_property_parse(row, name, kg_config_origin(c, name), given ? given : row->def, NULL, out, errbuf);
+}
+
+/* writer.csv.columns and its writer.csv.* rows, for writer.output.format=csv: the columns (given, or the fields
+ * of writer.avro.schema, which the Avro writer's rows have read and checked), the header, the delimiter, the line end
+ * and what a field that is no column does. Without csv output the rows are refused: they would change nothing. A csv
+ * job whose columns cannot be known is refused too, as are the simple writer's framing properties, which CSV lines do
+ * not take. */
+static int set_csv(const kg_config_t *c, void *options, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                   char *errbuf) {
+  kg_csv_options_t *o = options;
+  static const char *const rows[] = {"writer.csv.columns", "writer.csv.header", "writer.csv.delimiter",
+                                     "writer.csv.line.end", "writer.csv.extra.fields"};
+  char *list = v->s;
+  int rc = KG_OK;
+  if (!is_csv(c)) {
+    for (size_t i = 0; !rc && i < sizeof rows / sizeof rows[0]; i++)
+      if (kg_props_get(c->props, rows[i]))
+        rc = kg_fail(errbuf, KG_EINVAL, "%s: %s is read by the CSV writer only, and writer.output.format is %s",
+                     kg_config_origin(c, rows[i]), rows[i], c->output_format);
+    free(list);
+    return rc;
+  }
+  const kg_avro_file_options_t *avro = kg_avro_file_options(c);
+  if (avro->fields && (rc = csv_columns_of_schema(c, o, avro, errbuf))) {
+    free(list);
+    return rc;
+  }
+  if (key && *list && o->ncolumns)
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: %s and writer.avro.schema both give the CSV columns; set one of them",
+                 kg_config_origin(c, key), p->name);
+  char what[512];
+  snprintf(what, sizeof what, "%s: %s=%s", kg_config_origin(c, key ? key : p->name), p->name, list);
+  for (const char *s = list; !rc && key && *list;) {
+    size_t n = strcspn(s, ",");
+    const char *b = s, *e = s + n;
+    while (b < e && (*b == ' ' || *b == '	'))
+      b++;
+    while (e > b && (e[-1] == ' ' || e[-1] == '	'))
+      e--;
+    rc = add_column(o, b, (size_t)(e - b), what, errbuf);
+    if (!s[n]) break;
+    s += n + 1;
+  }
+  free(list);
+  if (!rc && !o->ncolumns)
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: writer.output.format=csv needs its columns: set writer.csv.columns (as id,name,ts) or "
+                 "writer.avro.schema (`schema` in a job.lua: a record schema, whose fields are the columns)",
+                 c->job_file);
+  kg_property_value_t header, delimiter, line_end, extra;
+  if (!rc) rc = csv_row(c, "writer.csv.header", &header, errbuf);
+  if (!rc) rc = csv_row(c, "writer.csv.line.end", &line_end, errbuf);
+  if (!rc) rc = csv_row(c, "writer.csv.extra.fields", &extra, errbuf);
+  if (!rc) rc = csv_row(c, "writer.csv.delimiter", &delimiter, errbuf);
+  if (rc) return rc;
+  o->header = header.b;
+  o->crlf = line_end.e == 1;
+  o->ignore_extra = extra.e == 1;
+  const char *d = delimiter.s;
+  if (strlen(d) != 1 || *d == '"' || *d == '\r' || *d == '\n')
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: writer.csv.delimiter must be one character other than a double quote, CR or LF (a tab is \\t "
+                 "in a .pull file)",
+                 kg_config_origin(c, "writer.csv.delimiter"));
+  o->delimiter = *d;
+  free(delimiter.s);
+  if (rc) return rc;
+  /* The simple writer's framing: a CSV line ends as writer.csv.line.end says, and has no size before it. */
+  if (kg_simple_options(c)->prepend_size)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: simple.writer.prepend.size=true frames the simple writer's records; CSV lines have no size "
+                   "before them",
+                   kg_config_origin(c, "simple.writer.prepend.size"));
+  const char *given = kg_props_get(c->props, "simple.writer.delimiter");
+  if (given && strcmp(given, o->crlf ? "\r\n" : "\n"))
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: simple.writer.delimiter is the simple writer's; a CSV line ends as writer.csv.line.end (lf or "
+                   "crlf) says",
+                   kg_config_origin(c, "simple.writer.delimiter"));
+  return KG_OK;
+}
+
+static void clear(void *options) {
+  kg_csv_options_t *o = options;
+  for (size_t i = 0; i < o->ncolumns; i++)
+    free(o->columns[i]);
+  free(o->columns);
+}
+
+/* Read after the Avro writer's rows: the fields of writer.avro.schema may be the columns. */
+static const kg_property_t rows[] = {
+    {.name = "writer.csv.columns",
+     .type = KG_PROP_STRING,
+     .def_doc = "the fields of writer.avro.schema",
+     .computed = no_columns,
+     .set = set_csv,
+     .doc = "`csv` output: the columns of each line, comma-separated (`id,name,ts`; a list of strings in a "
+            "job.lua), each the name of a record's field; without it, the fields of the record schema "
+            "`writer.avro.schema` (`schema`), in order. A `csv` job with neither is refused "
+            "([CSV](docs/behaviour.md#csv))."},
+    {.name = "writer.csv.header",
+     .type = KG_PROP_BOOL,
+     .def = "false",
+     .part_of = "writer.csv.columns",
+     .doc = "`true`: each CSV file (each rolled file too) begins with a line of the column names."},
+    {.name = "writer.csv.delimiter",
+     .type = KG_PROP_STRING,
+     .def = ",",
+     .part_of = "writer.csv.columns",
+     .doc = "The one character between the fields of a CSV line (a tab: `\\t` in a .pull file); not `\"`, CR or "
+            "LF."},
+    {.name = "writer.csv.line.end",
+     .type = KG_PROP_ENUM,
+     .def = "lf",
+     .names = line_ends,
+     .part_of = "writer.csv.columns",
+     .doc = "How CSV lines end: `lf`, as Unix tools, Hive and Spark write them, or `crlf`, as RFC 4180 has it. A "
+            "quoted field keeps its own CR and LF."},
+    {.name = "writer.csv.extra.fields",
+     .type = KG_PROP_ENUM,
+     .def = "fail",
+     .names = extra_fields,
+     .part_of = "writer.csv.columns",
+     .doc = "A record with a field that is not a column (an array with more items than columns): `fail`, it is a "
+            "failed record (`decode.error.policy`) whose error names the field; `ignore`, the field is left out."},
+};
+
+const kg_config_section_t kg_writer_csv_section = {.name = "writer.csv",
+                                                   .rows = rows,
+                                                   .nrows = sizeof rows / sizeof rows[0],
+                                                   .size = sizeof(kg_csv_options_t),
+                                                   .clear = clear};
+
+const kg_csv_options_t *kg_csv_options(const kg_config_t *config) {
+  return kg_config_options(config, &kg_writer_csv_section);
+}

@@ -7,6 +7,7 @@
  * datums do (writer.h: marks): a mark that finds the buffer holding at least the block bound hands it to the
  * compressor, flushed, and taking back cuts the buffer to the last mark. BYTES counts compressed bytes as the
  * compressor gives them out. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -29,11 +30,13 @@ typedef struct {
 } simple_t;
 
 static int simple_open(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf) {
+  static const kg_simple_options_t none = {0};
+  const kg_simple_options_t *o = options->backend ? options->backend : &none;
   simple_t *s = kg_xcalloc(1, sizeof *s);
   w->impl = s;
-  s->delimiter = kg_xstrndup(options->delimiter ? options->delimiter : "", options->delimiter_len);
-  s->delimiter_len = options->delimiter_len;
-  s->prepend_size = options->prepend_size;
+  s->delimiter = kg_xstrndup(o->delimiter ? o->delimiter : "", o->delimiter_len);
+  s->delimiter_len = o->delimiter_len;
+  s->prepend_size = o->prepend_size;
   s->codec = options->codec;
   s->block_bytes = options->block_bytes ? options->block_bytes : KG_AVRO_BLOCK_BYTES;
   if (s->codec == KG_CODEC_GZIP) {
@@ -178,8 +181,49 @@ static void simple_release(kg_writer_t *w) {
   w->impl = NULL;
 }
 
+/* ---- the simple writer's properties --------------------------------------------------------------------------- */
+
+static int set_delimiter(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                         kg_property_value_t *v, char *errbuf) {
+  (void)c, (void)p, (void)key, (void)errbuf;
+  kg_simple_options_t *o = options;
+  o->delimiter = v->s;
+  o->delimiter_len = strlen(v->s);
+  return KG_OK;
+}
+
+static void clear(void *options) { free((char *)((kg_simple_options_t *)options)->delimiter); }
+
+#define KG_FIELD(f) KG_FIELD_OF(kg_simple_options_t, f)
+
+static const kg_property_t rows[] = {
+    /* A .pull file's \n is unescaped by the properties reader; a job.lua's string is taken as it is. */
+    {.name = "simple.writer.delimiter",
+     .type = KG_PROP_STRING,
+     .def = "\n",
+     .set = set_delimiter,
+     .doc = "Bytes written after each record; empty for none."},
+    {.name = "simple.writer.prepend.size",
+     .type = KG_PROP_BOOL,
+     .def = "false",
+     KG_FIELD(prepend_size),
+     .doc = "Write each record's length as 8 big-endian bytes before it."},
+};
+
+const kg_config_section_t kg_writer_simple_section = {.name = "writer.simple",
+                                                      .rows = rows,
+                                                      .nrows = sizeof rows / sizeof rows[0],
+                                                      .size = sizeof(kg_simple_options_t),
+                                                      .clear = clear};
+
+const kg_simple_options_t *kg_simple_options(const kg_config_t *config) {
+  return kg_config_options(config, &kg_writer_simple_section);
+}
+
 const kg_writer_ops_t kg_writer_simple = {
     .name = "simple",
+    .title = "the simple writer",
+    .section = &kg_writer_simple_section,
     .open = simple_open,
     .write = simple_write,
     .mark = simple_mark,

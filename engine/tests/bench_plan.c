@@ -59,8 +59,7 @@ static void run(size_t topics, size_t per_topic, int n, kg_packer_type_t packer,
     }
   }
   double t1 = now_s();
-  kg_config_t c = {0};
-  c.estimator = estimator;
+  kg_estimator_options_t c = {.type = estimator};
   kg_estimate_sizes(&c, units, n_units, stored, nstored, err);
   double t2 = now_s();
   size_t ngroups = 0;

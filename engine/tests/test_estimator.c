@@ -39,9 +39,7 @@ static char *job_file(const char *text) {
 /* CUSTOM: the job's estimateSize, called through the Lua bridge with each unit and its partition's history. */
 static void test_custom(kg_workunit_t *units, const kg_partition_state_t *stored) {
   char err[KG_ERRLEN];
-  kg_config_t c = {0};
-  c.estimator = KG_ESTIMATOR_CUSTOM;
-  c.job_is_lua = true;
+  kg_estimator_options_t c = {.type = KG_ESTIMATOR_CUSTOM, .job_is_lua = true};
   c.job_file = job_file("return { estimateSize = function(wu, history)\n"
                         "  if wu.topic == 'c' then return 0 end\n"
                         "  local per = history and history.avg_record_size or 7\n"
@@ -53,27 +51,27 @@ static void test_custom(kg_workunit_t *units, const kg_partition_state_t *stored
   CHECK(NEAR(units[2].est_size, 100 * 7.0)); /* b never pulled: history is nil */
   CHECK(NEAR(units[3].est_size, 0));
   unlink(c.job_file);
-  free(c.job_file);
+  free((char *)c.job_file);
 
   c.job_file = job_file("return { ['job.name'] = 'x' }\n");
   CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_EINVAL);
   CHECK_CONTAINS(err, ": kafka.workunit.size.estimator.type=CUSTOM needs an estimateSize function in the job table");
   CHECK_CONTAINS(err, c.job_file);
   unlink(c.job_file);
-  free(c.job_file);
+  free((char *)c.job_file);
 
   c.job_file =
       job_file("return { estimateSize = function(wu) if wu.partition == 1 then return -1 end return 1 end }\n");
   CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_ELUA);
   CHECK_STR(err, "estimateSize returned -1 for partition a:1; expected a number >= 0");
   unlink(c.job_file);
-  free(c.job_file);
+  free((char *)c.job_file);
 
   c.job_file = job_file("return { estimateSize = function(wu) return wu.topic == 'b' and 'big' or 1 end }\n");
   CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_ELUA);
   CHECK_STR(err, "estimateSize returned string for partition b:0; expected a number >= 0");
   unlink(c.job_file);
-  free(c.job_file);
+  free((char *)c.job_file);
 
   c.job_file = job_file("return { estimateSize = function(wu) error('no size for ' .. wu.topic) end }\n");
   CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_ELUA);
@@ -81,7 +79,7 @@ static void test_custom(kg_workunit_t *units, const kg_partition_state_t *stored
   CHECK_CONTAINS(err, "no size for a");
   CHECK_CONTAINS(err, "stack traceback:");
   unlink(c.job_file);
-  free(c.job_file);
+  free((char *)c.job_file);
 }
 
 int main(void) {
@@ -92,8 +90,7 @@ int main(void) {
   double small[] = {0.0001, 1};
   CHECK(NEAR(kg_geometric_mean(small, 2), 0.1)); /* values below 0.01 count as 0.01 */
 
-  kg_config_t c = {0};
-  c.estimator = KG_ESTIMATOR_AVG_RECORD_TIME;
+  kg_estimator_options_t c = {.type = KG_ESTIMATOR_AVG_RECORD_TIME};
   kg_workunit_t units[] = {unit("a", 0, 0, 10), unit("a", 1, 5, 10), unit("b", 0, 0, 100), unit("c", 0, 0, 3)};
   kg_partition_state_t stored[] = {stat("a", 0, 2, 100), stat("a", 1, 8, 300), stat("c", 0, 1, 50)};
   CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_OK);
@@ -106,14 +103,14 @@ int main(void) {
   CHECK_INT(kg_estimate_sizes(&c, units, 4, NULL, 0, err), KG_OK);
   CHECK(NEAR(units[2].est_size, 100));
 
-  c.estimator = KG_ESTIMATOR_AVG_RECORD_SIZE;
+  c.type = KG_ESTIMATOR_AVG_RECORD_SIZE;
   CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_OK);
   CHECK(NEAR(units[0].est_size, 10 * 100.0));
   CHECK(NEAR(units[1].est_size, 5 * 300.0));
   CHECK(NEAR(units[2].est_size, 100 * 1024.0)); /* the default */
   CHECK(NEAR(units[3].est_size, 3 * 50.0));
 
-  c.estimator = KG_ESTIMATOR_CUSTOM;
+  c.type = KG_ESTIMATOR_CUSTOM;
   c.job_is_lua = false;
   c.job_file = "job.pull";
   CHECK_INT(kg_estimate_sizes(&c, units, 4, stored, 3, err), KG_EINVAL);

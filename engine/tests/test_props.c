@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "kafka.h"
+#include "registry.h"
+#include "report.h"
+#include "writer.h"
 #include "props.h"
 #include "test.h"
 
@@ -99,7 +103,7 @@ static void test_config(void) {
     CHECK_STR(c->final_dir, "/tmp/kg-work/job-output");
     CHECK_STR(c->state_store_dir, "/tmp/kg-work/state-store");
     CHECK_STR(c->task_data_root, "/tmp/kg-work/task-data");
-    CHECK_STR(c->delimiter, "\n");
+    CHECK_STR(kg_simple_options(c)->delimiter, "\n");
     CHECK(c->lock_enabled);
     CHECK_INT(c->max_mappers, 100);
   }
@@ -117,8 +121,8 @@ static void test_config(void) {
     CHECK_INT(c->bootstrap, KG_BOOTSTRAP_EARLIEST);
     CHECK_INT(c->reset, KG_RESET_SKIP);
     CHECK_INT(c->path_type, KG_PATH_TABLENAME);
-    CHECK_STR(c->delimiter, "|");
-    CHECK(c->prepend_size);
+    CHECK_STR(kg_simple_options(c)->delimiter, "|");
+    CHECK(kg_simple_options(c)->prepend_size);
     CHECK_INT(c->max_mappers, 4);
     CHECK_STR(c->final_dir, "/out");
     CHECK(!c->lock_enabled);
@@ -203,7 +207,7 @@ static void test_brokers(void) {
     char text[256];
     snprintf(text, sizeof text, "kafka.brokers=%s\n", good[i]);
     CHECK_INT(config_from(text, &c, err), KG_OK);
-    if (c) CHECK_STR(c->brokers, good[i]);
+    if (c) CHECK_STR(kg_kafka_options(c)->brokers, good[i]);
     kg_config_destroy(c);
   }
   static const struct {
@@ -519,10 +523,11 @@ static void test_avro_config(void) {
   CHECK_INT(config_from(text, &c, err), KG_OK);
   if (c) {
     CHECK_STR(c->output_format, "avro");
-    CHECK_INT(c->codec, KG_CODEC_DEFLATE);
-    CHECK_INT(c->deflate_level, 9);
-    CHECK_INT(c->avro_schema_len, strlen(schema));
-    CHECK(c->avro_schema && strstr(text, c->avro_schema) != NULL); /* byte for byte, logicalType and doc kept */
+    CHECK_INT(kg_writer_settings(c)->codec, KG_CODEC_DEFLATE);
+    CHECK_INT(kg_writer_settings(c)->deflate_level, 9);
+    CHECK_INT(kg_avro_file_options(c)->schema_len, strlen(schema));
+    CHECK(kg_avro_file_options(c)->schema &&
+          strstr(text, kg_avro_file_options(c)->schema) != NULL); /* byte for byte, logicalType and doc kept */
   }
   kg_config_destroy(c);
   c = NULL;
@@ -541,9 +546,9 @@ static void test_avro_config(void) {
   CHECK_INT(config_from(text, &c, err), KG_OK);
   if (c) {
     CHECK_STR(c->output_format, "avro");
-    CHECK_INT(c->codec, KG_CODEC_SNAPPY);
-    CHECK_INT(c->deflate_level, 6);
-    CHECK_STR(c->avro_schema, schema);
+    CHECK_INT(kg_writer_settings(c)->codec, KG_CODEC_SNAPPY);
+    CHECK_INT(kg_writer_settings(c)->deflate_level, 6);
+    CHECK_STR(kg_avro_file_options(c)->schema, schema);
   }
   kg_config_destroy(c);
   c = NULL;
@@ -611,17 +616,17 @@ static void test_avro_config(void) {
   /* Text codecs: the extension follows; gzip's level defaults to 3, Avro deflate's to 9. */
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=json\nwriter.codec.type=gzip\n", &c, err), KG_OK);
   if (c) {
-    CHECK_STR(c->file_ext, "json.gz");
-    CHECK_INT(c->deflate_level, 3);
+    CHECK_STR(kg_writer_settings(c)->ext, "json.gz");
+    CHECK_INT(kg_writer_settings(c)->deflate_level, 3);
   }
   kg_config_destroy(c);
   c = NULL;
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=ZSTD\n", &c, err), KG_OK);
-  if (c) CHECK_STR(c->file_ext, "txt.zst");
+  if (c) CHECK_STR(kg_writer_settings(c)->ext, "txt.zst");
   kg_config_destroy(c);
   c = NULL;
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=gzip\nwriter.deflate.level=1\n", &c, err), KG_OK);
-  if (c) CHECK_INT(c->deflate_level, 1);
+  if (c) CHECK_INT(kg_writer_settings(c)->deflate_level, 1);
   kg_config_destroy(c);
   c = NULL;
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=lz4\n", &c, err), KG_EINVAL);
@@ -638,18 +643,18 @@ static void test_avro_config(void) {
                         &c, err),
             KG_OK);
   if (c) {
-    CHECK_INT(c->csv.ncolumns, 3);
-    if (c->csv.ncolumns == 3) {
-      CHECK_STR(c->csv.columns[0], "id");
-      CHECK_STR(c->csv.columns[1], "name");
-      CHECK_STR(c->csv.columns[2], "ts");
+    CHECK_INT(kg_csv_options(c)->ncolumns, 3);
+    if (kg_csv_options(c)->ncolumns == 3) {
+      CHECK_STR(kg_csv_options(c)->columns[0], "id");
+      CHECK_STR(kg_csv_options(c)->columns[1], "name");
+      CHECK_STR(kg_csv_options(c)->columns[2], "ts");
     }
-    CHECK(c->csv.header);
-    CHECK(c->csv.crlf);
-    CHECK_INT(c->csv.delimiter, '\t');
-    CHECK(!c->csv.ignore_extra);
-    CHECK_STR(c->file_ext, "csv.gz");
-    CHECK(c->avro_schema == NULL);
+    CHECK(kg_csv_options(c)->header);
+    CHECK(kg_csv_options(c)->crlf);
+    CHECK_INT(kg_csv_options(c)->delimiter, '\t');
+    CHECK(!kg_csv_options(c)->ignore_extra);
+    CHECK_STR(kg_writer_settings(c)->ext, "csv.gz");
+    CHECK(kg_avro_file_options(c)->schema == NULL);
   }
   kg_config_destroy(c);
   c = NULL;
@@ -660,16 +665,16 @@ static void test_avro_config(void) {
                 &c, err),
             KG_OK);
   if (c) {
-    CHECK_INT(c->csv.ncolumns, 2);
-    if (c->csv.ncolumns == 2) {
-      CHECK_STR(c->csv.columns[0], "b");
-      CHECK_STR(c->csv.columns[1], "a");
+    CHECK_INT(kg_csv_options(c)->ncolumns, 2);
+    if (kg_csv_options(c)->ncolumns == 2) {
+      CHECK_STR(kg_csv_options(c)->columns[0], "b");
+      CHECK_STR(kg_csv_options(c)->columns[1], "a");
     }
-    CHECK(c->csv.ignore_extra);
-    CHECK_INT(c->csv.delimiter, ',');
-    CHECK(!c->csv.crlf);
-    CHECK(!c->csv.header);
-    CHECK(c->avro_schema == NULL); /* the schema named the columns; the records are not Avro */
+    CHECK(kg_csv_options(c)->ignore_extra);
+    CHECK_INT(kg_csv_options(c)->delimiter, ',');
+    CHECK(!kg_csv_options(c)->crlf);
+    CHECK(!kg_csv_options(c)->header);
+    CHECK(kg_avro_file_options(c)->schema == NULL); /* the schema named the columns; the records are not Avro */
   }
   kg_config_destroy(c);
   c = NULL;
@@ -708,8 +713,8 @@ static void test_avro_config(void) {
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=NULL\n", &c, err), KG_OK);
   if (c) {
     CHECK_STR(c->output_format, "txt");
-    CHECK_INT(c->codec, KG_CODEC_NULL);
-    CHECK(c->avro_schema == NULL);
+    CHECK_INT(kg_writer_settings(c)->codec, KG_CODEC_NULL);
+    CHECK(kg_avro_file_options(c)->schema == NULL);
   }
   kg_config_destroy(c);
 }
@@ -723,8 +728,8 @@ static void test_avro_framing(void) {
   char *text = kg_xasprintf("kafka.brokers=b:1\nkafka.deserializer.type=confluent_avro\n%s", url);
   CHECK_INT(config_from(text, &c, err), KG_OK);
   if (c) {
-    CHECK_INT(c->avro_framing, KG_FRAMING_CONFLUENT);
-    CHECK_INT(c->registry_kind, KG_REGISTRY_CONFLUENT);
+    CHECK_INT(kg_registry_settings(c)->framing, KG_FRAMING_CONFLUENT);
+    CHECK_INT(kg_registry_settings(c)->kind, KG_REGISTRY_CONFLUENT);
   }
   kg_config_destroy(c);
   c = NULL;
@@ -732,7 +737,7 @@ static void test_avro_framing(void) {
   /* Avro output without a schema: each topic's latest, from the registry. */
   text = kg_xasprintf("kafka.brokers=b:1\nkafka.deserializer.type=CONFLUENT_AVRO\nwriter.output.format=avro\n%s", url);
   CHECK_INT(config_from(text, &c, err), KG_OK);
-  if (c) CHECK(c->avro_schema == NULL);
+  if (c) CHECK(kg_avro_file_options(c)->schema == NULL);
   kg_config_destroy(c);
   c = NULL;
   free(text);
@@ -741,15 +746,15 @@ static void test_avro_framing(void) {
       kg_xasprintf("kafka.brokers=b:1\nsource.class=gobblin.source.extractor.extract.kafka.KafkaAvroSource\n%s", url);
   CHECK_INT(config_from(text, &c, err), KG_OK);
   if (c) {
-    CHECK_INT(c->avro_framing, KG_FRAMING_LINKEDIN);
-    CHECK_INT(c->registry_kind, KG_REGISTRY_LINKEDIN);
+    CHECK_INT(kg_registry_settings(c)->framing, KG_FRAMING_LINKEDIN);
+    CHECK_INT(kg_registry_settings(c)->kind, KG_REGISTRY_LINKEDIN);
   }
   kg_config_destroy(c);
   c = NULL;
   free(text);
   /* The default: the payload's bytes. */
   CHECK_INT(config_from("kafka.brokers=b:1\n", &c, err), KG_OK);
-  if (c) CHECK_INT(c->avro_framing, KG_FRAMING_NONE);
+  if (c) CHECK_INT(kg_registry_settings(c)->framing, KG_FRAMING_NONE);
   kg_config_destroy(c);
   c = NULL;
 
@@ -778,7 +783,7 @@ static void test_avro_framing(void) {
   free(text);
   /* `schema` (a job.lua's key) is writer.avro.schema. */
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\nschema=\"long\"\n", &c, err), KG_OK);
-  if (c) CHECK_STR(c->avro_schema, "\"long\"");
+  if (c) CHECK_STR(kg_avro_file_options(c)->schema, "\"long\"");
   kg_config_destroy(c);
   c = NULL;
 }
@@ -797,26 +802,33 @@ static void test_avro_framing(void) {
  * each name. */
 static void test_property_table(void) {
   size_t n;
-  const kg_property_t *rows = kg_config_properties(&n);
+  const kg_property_t *const *rows = kg_config_properties(&n);
   CHECK(n > 50);
-  CHECK_STR(rows[0].name, "job.name"); /* read before the work dir is resolved */
+  CHECK_STR(rows[0]->name, "job.name"); /* read before the work dir is resolved */
   kg_config_t scratch = {.job_file = "/jobs/quick.pull"};
   for (size_t i = 0; i < n; i++) {
-    const kg_property_t *p = &rows[i];
+    const kg_property_t *p = rows[i];
+    const kg_config_section_t *section = kg_config_section_of(p);
+    CHECK_ROW(p, section != NULL);
+    if (!section) continue;
+    bool own = section == &kg_config_job_section; /* the job's rows land in kg_config_t */
+    size_t size = own ? sizeof(kg_config_t) : section->size;
+    void *options = own ? (void *)&scratch : calloc(1, size ? size : 1);
     char err[KG_ERRLEN] = "";
     CHECK_ROW(p, p->doc && *p->doc && !strchr(p->doc, '\n') && !strchr(p->doc, '|'));
     CHECK_ROW(p, kg_config_property(p->name) == p);
     if (p->alias) CHECK_ROW(p, kg_config_property(p->alias) == p);
     for (size_t j = 0; j < i; j++) {
-      CHECK_ROW(p, strcmp(rows[j].name, p->name) && (!rows[j].alias || strcmp(rows[j].alias, p->name)));
-      if (p->alias) CHECK_ROW(p, strcmp(rows[j].name, p->alias) && (!rows[j].alias || strcmp(rows[j].alias, p->alias)));
+      CHECK_ROW(p, strcmp(rows[j]->name, p->name) && (!rows[j]->alias || strcmp(rows[j]->alias, p->name)));
+      if (p->alias)
+        CHECK_ROW(p, strcmp(rows[j]->name, p->alias) && (!rows[j]->alias || strcmp(rows[j]->alias, p->alias)));
     }
 
     /* The default: a constant, computed, or none (and then the docs say what no value means, or nothing). */
     CHECK_ROW(p, !(p->def && p->computed));
     CHECK_ROW(p, !p->computed || p->def_doc);
     CHECK_ROW(p, !p->required || (!p->def && !p->computed));
-    char *computed = p->computed ? p->computed(&scratch) : NULL;
+    char *computed = p->computed ? p->computed(&scratch, options) : NULL;
     const char *def = p->def ? p->def : computed;
     if (def) {
       kg_property_value_t v;
@@ -838,7 +850,7 @@ static void test_property_table(void) {
 
     /* The field: its size fits the type; an int field's bounds fit an int. */
     if (p->size) {
-      CHECK_ROW(p, !p->set && p->offset + p->size <= sizeof(kg_config_t));
+      CHECK_ROW(p, !p->set && p->offset + p->size <= size);
       switch (p->type) {
       case KG_PROP_STRING:
       case KG_PROP_PATH: CHECK_ROW(p, p->size == sizeof(char *)); break;
@@ -853,9 +865,14 @@ static void test_property_table(void) {
     }
     if (p->part_of) {
       const kg_property_t *reader = kg_config_property(p->part_of);
-      CHECK_ROW(p, reader && reader->set && reader < p);
+      size_t at = 0;
+      while (at < i && rows[at] != reader)
+        at++;
+      CHECK_ROW(p, reader && reader->set && at < i);
+      CHECK_ROW(p, kg_config_section_of(reader) == section); /* its setter reads it with its own options */
     }
     if (p->mode == KG_MODE_MAPREDUCE) CHECK_ROW(p, !p->size && !p->set && !p->def);
+    if (!own) free(options);
   }
 
   /* Names resolve: aliases to their row, keys under kafka.consumer.* to that row, others to nothing. */
@@ -884,13 +901,13 @@ static void test_defaults_land(void) {
   CHECK_INT(config_from("kafka.brokers=b:1\n", &c, err), KG_OK);
   if (!c) return;
   size_t n;
-  const kg_property_t *rows = kg_config_properties(&n);
+  const kg_property_t *const *rows = kg_config_properties(&n);
   for (size_t i = 0; i < n; i++) {
-    const kg_property_t *p = &rows[i];
+    const kg_property_t *p = rows[i];
     if (!p->size || !p->def) continue;
     kg_property_value_t v;
     CHECK_ROW(p, kg_property_parse(p, p->name, "default", p->def, c->work_dir, &v, err) == KG_OK);
-    const char *field = (const char *)c + p->offset;
+    const char *field = (const char *)kg_config_options(c, kg_config_section_of(p)) + p->offset;
     if (p->type == KG_PROP_STRING || p->type == KG_PROP_PATH) {
       char *s;
       memcpy(&s, field, sizeof s);
@@ -906,28 +923,28 @@ static void test_defaults_land(void) {
   }
   /* The odd rows, landed by their setters. */
   CHECK_STR(c->output_format, "txt");
-  CHECK_INT(c->delimiter_len, 1);
+  CHECK_INT(kg_simple_options(c)->delimiter_len, 1);
   CHECK(!c->skip_error_limit_set);
   CHECK(!c->limit_enabled);
   CHECK_STR(c->job_name, "quick");
   CHECK(c->threadpool_size >= 1 && c->threadpool_size <= 1024);
-  CHECK_INT(c->batch_size, 1000);
+  CHECK_INT(kg_kafka_options(c)->batch_size, 1000);
   CHECK_INT(c->metrics_interval_ms, 30000);
-  CHECK_INT(c->fetch_timeout_ms, 30000);
-  CHECK_INT(c->metadata_timeout_ms, 15000);
+  CHECK_INT(kg_kafka_options(c)->fetch_timeout_ms, 30000);
+  CHECK_INT(kg_kafka_options(c)->metadata_timeout_ms, 15000);
   CHECK_INT(c->batch_timeout_ms, 60000);
   CHECK_INT(c->progress_interval_ms, 5000);
   CHECK(c->error_max_ratio == 0.1);
   CHECK(c->pre_grouping_factor == 3.0);
   CHECK_STR(c->lock_dir, "/tmp/kg-work/locks");
-  CHECK_STR(c->metrics_dir, "/tmp/kg-work/metrics");
+  CHECK_STR(kg_file_reporter_options(c)->dir, "/tmp/kg-work/metrics");
   kg_config_destroy(c);
 
   /* An empty path or job name means the default. */
   CHECK_INT(config_from("kafka.brokers=b:1\njob.name=\nmetrics.log.dir=\n", &c, err), KG_OK);
   if (c) {
     CHECK_STR(c->job_name, "quick");
-    CHECK_STR(c->metrics_dir, "/tmp/kg-work/metrics");
+    CHECK_STR(kg_file_reporter_options(c)->dir, "/tmp/kg-work/metrics");
   }
   kg_config_destroy(c);
 }
@@ -942,9 +959,9 @@ static void test_print_properties(void) {
     out[fread(out, 1, sizeof out - 1, f)] = '\0';
     fclose(f);
     size_t n;
-    const kg_property_t *rows = kg_config_properties(&n);
+    const kg_property_t *const *rows = kg_config_properties(&n);
     for (size_t i = 0; i < n; i++)
-      if (!strchr(rows[i].name, '*')) CHECK_CONTAINS(out, rows[i].name);
+      if (!strchr(rows[i]->name, '*')) CHECK_CONTAINS(out, rows[i]->name);
     if (markdown) {
       CHECK(!strncmp(out, "| Property | Default | Meaning |\n|---|---|---|\n", 46));
       CHECK_CONTAINS(out, "\n| `kafka.brokers` | required | ");

@@ -24,7 +24,8 @@ static int open_simple(const char *path, const char *delim, size_t delim_len, bo
                        char *err) {
   const kg_writer_ops_t *ops = NULL;
   CHECK_INT(kg_writer_find(NULL, "txt", &ops, err), KG_OK);
-  kg_writer_options_t options = {.delimiter = delim, .delimiter_len = delim_len, .prepend_size = prepend_size};
+  kg_simple_options_t simple = {.delimiter = delim, .delimiter_len = delim_len, .prepend_size = prepend_size};
+  kg_writer_options_t options = {.backend = &simple};
   return kg_writer_open(kg_fs_local(), ops, path, &options, w, err);
 }
 
@@ -140,6 +141,18 @@ static void test_find(void) {
   CHECK_INT(kg_writer_find("gobblin.writer.AvroDataWriterBuilder", "txt", &ops, err), KG_EINVAL);
   CHECK_CONTAINS(err, "writer.builder.class=gobblin.writer.AvroDataWriterBuilder");
   CHECK_CONTAINS(err, "AvroDataWriterBuilder writes avro");
+  CHECK_CONTAINS(err, ": SimpleDataWriterBuilder writes txt, json and csv, AvroDataWriterBuilder writes avro");
+  /* writer.output.format's values: the registry's formats, each once, in its order, and no more than asked. */
+  const char *names[8];
+  kg_writer_formats(names, 8);
+  CHECK_STR(names[0], "txt");
+  CHECK_STR(names[1], "json");
+  CHECK_STR(names[2], "csv");
+  CHECK_STR(names[3], "avro");
+  CHECK(names[4] == NULL);
+  kg_writer_formats(names, 3);
+  CHECK_STR(names[1], "json");
+  CHECK(names[2] == NULL);
 }
 
 /* A backend of its own through the interface: the writer counts what the backend says its header, each record
@@ -230,22 +243,17 @@ static void test_close_failure(const char *dir) {
 }
 
 static void test_file_paths(void) {
-  kg_config_t c = {0};
-  c.extract_namespace = "gobblin.extract.kafka";
-  c.path_type = KG_PATH_TABLENAME;
-  char *fp = kg_task_file_path(&c, "test", "20261130000000");
+  const char *ns = "gobblin.extract.kafka";
+  char *fp = kg_task_file_path(KG_PATH_TABLENAME, ns, "test", "20261130000000");
   CHECK_STR(fp, "test");
   free(fp);
-  c.path_type = KG_PATH_NAMESPACE_TABLE;
-  fp = kg_task_file_path(&c, "test", "20261130000000");
+  fp = kg_task_file_path(KG_PATH_NAMESPACE_TABLE, ns, "test", "20261130000000");
   CHECK_STR(fp, "gobblin/extract/kafka/test");
   free(fp);
-  c.path_type = KG_PATH_DEFAULT;
-  fp = kg_task_file_path(&c, "test", "20261130000000");
+  fp = kg_task_file_path(KG_PATH_DEFAULT, ns, "test", "20261130000000");
   CHECK_STR(fp, "gobblin/extract/kafka/test/20261130000000_append");
   free(fp);
-  c.extract_namespace = "";
-  fp = kg_task_file_path(&c, "test", "20261130000000");
+  fp = kg_task_file_path(KG_PATH_DEFAULT, "", "test", "20261130000000");
   CHECK_STR(fp, "test/20261130000000_append");
   free(fp);
 }
@@ -261,8 +269,8 @@ static void test_compressed(const char *dir) {
   for (size_t c = 0; c < 2; c++) {
     char err[KG_ERRLEN], path[512], cmd[1200];
     snprintf(path, sizeof path, "%s/c/part.%s", dir, codecs[c].ext);
-    kg_writer_options_t o = {
-        .delimiter = "\n", .delimiter_len = 1, .codec = codecs[c].codec, .deflate_level = 6, .block_bytes = 1000};
+    kg_simple_options_t lines = {.delimiter = "\n", .delimiter_len = 1};
+    kg_writer_options_t o = {.codec = codecs[c].codec, .deflate_level = 6, .block_bytes = 1000, .backend = &lines};
     kg_writer_t *w = NULL;
     CHECK_INT(kg_writer_open(kg_fs_local(), &kg_writer_simple, path, &o, &w, err), KG_OK);
     if (!w) continue;
@@ -315,7 +323,7 @@ static int open_csv(const char *path, const char *cols, kg_csv_options_t o, kg_c
   o.columns = names;
   o.ncolumns = n;
   if (!o.delimiter) o.delimiter = ',';
-  kg_writer_options_t options = {.codec = codec, .deflate_level = 6, .block_bytes = 64, .csv = o};
+  kg_writer_options_t options = {.codec = codec, .deflate_level = 6, .block_bytes = 64, .backend = &o};
   int rc = kg_writer_open(kg_fs_local(), &kg_writer_csv, path, &options, w, err);
   free(copy); /* the writer keeps its own copy of the names */
   return rc;
@@ -455,18 +463,17 @@ static void test_outputs_written(const char *dir) {
   for (int codec = 0; codec < 2; codec++) {
     char job_dir[512], err[KG_ERRLEN];
     snprintf(job_dir, sizeof job_dir, "%s/outputs%d", dir, codec);
-    kg_config_t c = {0};
-    c.path_type = KG_PATH_TABLENAME;
-    c.extract_namespace = "";
-    c.file_ext = codec ? "txt.gz" : "txt";
-    c.delimiter = "\n";
-    c.delimiter_len = 1;
-    c.codec = codec ? KG_CODEC_GZIP : KG_CODEC_NULL;
-    c.deflate_level = 6;
-    c.roll_records = 3; /* 7 records: files of 3, 3 and 1 */
-    c.final_dir = job_dir;
+    /* 7 records: files of 3, 3 and 1. */
+    char *text = kg_xasprintf("kafka.brokers=b:1\nwriter.file.path.type=tablename\nwriter.codec.type=%s\n"
+                              "writer.deflate.level=6\nwriter.file.max.records=3\ndata.publisher.final.dir=%s\n",
+                              codec ? "gzip" : "null", job_dir);
+    kg_config_t *c = NULL;
+    CHECK_INT(kg_test_config(text, "/jobs/outputs.pull", &c, err), KG_OK);
+    free(text);
+    if (!c) continue;
+    CHECK_STR(kg_writer_settings(c)->ext, codec ? "txt.gz" : "txt");
     kg_task_spec_t spec = {.task_id = "task_T_1_0",
-                           .config = &c,
+                           .config = c,
                            .job_dir = job_dir,
                            .extract_id = "1",
                            .fs = kg_fs_local(),
@@ -517,6 +524,7 @@ static void test_outputs_written(const char *dir) {
     CHECK_INT(bytes_written, 0);
     CHECK_INT(failed.nfiles, 0);
     kg_outputs_destroy(o);
+    kg_config_destroy(c);
   }
 }
 
