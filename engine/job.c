@@ -24,6 +24,7 @@
 #include "report.h"
 #include "source.h"
 #include "state.h"
+#include "stop.h"
 #include "task.h"
 #include "writer.h"
 

@@ -11,11 +11,15 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fault.h"
 #include "job.h"
 #include "kafka.h"
 #include "lock.h"
 #include "mapreduce.h"
+#include "parse.h"
 #include "state.h"
+#include "stop.h"
+#include "suggest.h"
 #include "tryout.h"
 #include "workunit.h"
 

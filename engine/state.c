@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "fs.h"
 #include "metrics.h"
 
