@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
+
 /* ---- one file ------------------------------------------------------------------------------------------ */
 
 /* Where an upload to the final folder's file system is written before its rename: next to the file, under a

@@ -24,6 +24,9 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "parse.h"
+#include "suggest.h"
+
 const char *kg_config_origin(const kg_config_t *c, const char *key) {
   const char *o = key ? kg_props_origin(c->props, key) : NULL;
   return o ? o : "job";

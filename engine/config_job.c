@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "parse.h"
 #include "writer.h"
 
 #define KG_FIELD(f) KG_FIELD_OF(kg_config_t, f)

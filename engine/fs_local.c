@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "fs.h"
 
 #define KG_FS_LOCAL_BUFFER (1 << 20) /* bytes of a stream's buffer */

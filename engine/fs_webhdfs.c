@@ -30,6 +30,7 @@
 #include "fs.h"
 #include "http.h"
 #include "json.h"
+#include "parse.h"
 
 #define WEBHDFS_ATTEMPTS           4          /* tries of one request, by default */
 #define WEBHDFS_RETRY_PAUSE_MS     250        /* pause before the second try; doubles for each next one */

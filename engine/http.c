@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "sha256.h"
+#include "stop.h"
 
 /* ---- libcurl, loaded at first use ----------------------------------------------------------------------- */
 

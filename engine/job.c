@@ -1,7 +1,7 @@
 /* job.c: one run of a job as a sequence of phases: take the lock and recover (commit.c), discover the work units
  * (source.c), pack them into tasks and run them (executor.c, task.c), commit (commit.c), report (report.c). Each
  * phase has its own inputs and results; this file only hands them on. Also `kingest plan`, which runs the first
- * two phases and prints what they made. */
+ * two phases and hands back what they made (cli_plan.c prints it). */
 #include "job.h"
 
 #include <signal.h>
@@ -24,6 +24,7 @@
 #include "report.h"
 #include "source.h"
 #include "state.h"
+#include "stop.h"
 #include "task.h"
 #include "writer.h"
 
@@ -429,69 +430,21 @@ int kg_job_check(const kg_config_t *c, const kg_writer_ops_t **writer, char *err
   return rc;
 }
 
-int kg_job_plan(const kg_config_t *c, bool json, FILE *out, char *errbuf) {
-  kg_plan_t plan = {0};
+int kg_job_plan(const kg_config_t *c, kg_job_plan_t *out, char *errbuf) {
+  memset(out, 0, sizeof *out);
   kg_state_t *state = NULL;
   int rc = kg_state_open_readonly(c->state_store_dir, c->job_name, &state, errbuf);
   if (rc == KG_ENOTFOUND) rc = KG_OK; /* a job that never ran: every partition is new */
-  if (!rc) rc = kg_source_plan(c, state, &plan, errbuf);
+  if (!rc) rc = kg_source_plan(c, state, &out->plan, errbuf);
   kg_state_close(state);
   if (rc) return rc;
-  size_t ngroups = 0;
-  kg_group_t *groups = kg_pack(plan.units, plan.nunits, c->max_mappers, c->packer, c->pre_grouping_factor, &ngroups);
-  static const char *packers[] = {"SINGLE_LEVEL", "BI_LEVEL"};
-  static const char *estimators[] = {"AVG_RECORD_TIME", "AVG_RECORD_SIZE", "CUSTOM"};
-  double min = 0, max = 0, total = 0;
-  int64_t records = 0;
-  for (size_t g = 0; g < ngroups; g++) {
-    if (g == 0 || groups[g].load < min) min = groups[g].load;
-    if (g == 0 || groups[g].load > max) max = groups[g].load;
-  }
-  for (size_t i = 0; i < plan.nunits; i++) {
-    total += plan.units[i].est_size;
-    records += plan.units[i].high - plan.units[i].low;
-  }
-  double spread = max > 0 ? (max - min) / max * 100 : 0;
-  kg_buf_t o = {0};
-  if (json) {
-    kg_buf_append(&o, "{\"job\":", 7);
-    kg_json_string(&o, c->job_name);
-    kg_buf_appendf(&o,
-                   ",\"packer\":\"%s\",\"estimator\":\"%s\",\"maxMappers\":%d,\"workUnits\":%zu,\"records\":%lld,"
-                   "\"estimatedSize\":%.6g,\"minLoad\":%.6g,\"maxLoad\":%.6g,\"spreadPercent\":%.2f,\"tasks\":[",
-                   packers[c->packer], estimators[c->estimator], c->max_mappers, plan.nunits, (long long)records, total,
-                   min, max, spread);
-    for (size_t g = 0; g < ngroups; g++) {
-      kg_buf_appendf(&o, "%s{\"index\":%zu,\"load\":%.6g,\"estimatedSize\":%.6g,\"workUnits\":[", g ? "," : "", g,
-                     groups[g].load, groups[g].size);
-      for (size_t u = 0; u < groups[g].count; u++) {
-        if (u) kg_buf_append(&o, ",", 1);
-        kg_workunit_json(&o, groups[g].units[u], false);
-      }
-      kg_buf_append(&o, "]}", 2);
-    }
-    kg_buf_append(&o, "]}\n", 3);
-  } else {
-    kg_buf_appendf(&o, "Job %s: %zu work units, %lld records, in %zu tasks (%s, %s, mr.job.max.mappers=%d)\n",
-                   c->job_name, plan.nunits, (long long)records, ngroups, packers[c->packer], estimators[c->estimator],
-                   c->max_mappers);
-    for (size_t g = 0; g < ngroups; g++) {
-      kg_buf_appendf(&o, "\nTask %zu: load %.2f, estimated size %.2f, %zu work units\n", g, groups[g].load,
-                     groups[g].size, groups[g].count);
-      kg_buf_appendf(&o, "  %-32s %9s %14s %14s %12s %14s  %s\n", "TOPIC", "PARTITION", "LOW", "HIGH", "RANGE",
-                     "EST_SIZE", "START");
-      for (size_t u = 0; u < groups[g].count; u++) {
-        const kg_workunit_t *wu = groups[g].units[u];
-        kg_buf_appendf(&o, "  %-32s %9d %14lld %14lld %12lld %14.2f  %s\n", wu->topic, wu->partition,
-                       (long long)wu->low, (long long)wu->high, (long long)(wu->high - wu->low), wu->est_size,
-                       kg_start_reason_name(wu->reason));
-      }
-    }
-    kg_buf_appendf(&o, "\nMin load %.2f, max load %.2f, spread %.2f%%\n", min, max, spread);
-  }
-  if (fwrite(o.data ? o.data : "", 1, o.len, out) != o.len) rc = kg_fail(errbuf, KG_EIO, "cannot write the plan");
-  kg_buf_free(&o);
-  kg_groups_free(groups, ngroups);
-  kg_plan_clear(&plan);
-  return rc;
+  out->groups =
+      kg_pack(out->plan.units, out->plan.nunits, c->max_mappers, c->packer, c->pre_grouping_factor, &out->ngroups);
+  return KG_OK;
+}
+
+void kg_job_plan_clear(kg_job_plan_t *p) {
+  kg_groups_free(p->groups, p->ngroups);
+  kg_plan_clear(&p->plan);
+  memset(p, 0, sizeof *p);
 }

@@ -2,9 +2,9 @@
 #ifndef KG_JOB_H
 #define KG_JOB_H
 
-#include <stdio.h>
-
 #include "config.h"
+#include "packer.h"
+#include "source.h"
 #include "writer.h"
 
 /* How a run that returned KG_OK ended. */
@@ -30,9 +30,17 @@ int kg_job_run(const kg_config_t *config, kg_outcome_t *outcome, char *errbuf);
  * a job that reads Avro. CONFIG has passed kg_config_new. Returns KG_OK, or the error the run would stop with. */
 int kg_job_check(const kg_config_t *config, const kg_writer_ops_t **writer, char *errbuf);
 
-/* `kingest plan`: connects, makes the work units from the stored offsets, estimates and packs them, and
- * writes the tasks with their loads to OUT (a table, or JSON), changing nothing: the state is opened read
- * only, and no lock, output or metrics file is touched. */
-int kg_job_plan(const kg_config_t *config, bool json, FILE *out, char *errbuf);
+/* What `kingest plan` shows: the work units a run would make, and the tasks they pack into. */
+typedef struct {
+  kg_plan_t plan;     /* the discover phase's work units, their sizes estimated */
+  kg_group_t *groups; /* the tasks (kg_pack), each pointing to units of PLAN */
+  size_t ngroups;
+} kg_job_plan_t;
+
+/* `kingest plan`: connects, makes the work units from the stored offsets, estimates and packs them into *OUT
+ * (clear it with kg_job_plan_clear), changing nothing: the state is opened read only, and no lock, output or
+ * metrics file is touched. On failure *OUT holds nothing to clear. */
+int kg_job_plan(const kg_config_t *config, kg_job_plan_t *out, char *errbuf);
+void kg_job_plan_clear(kg_job_plan_t *plan);
 
 #endif

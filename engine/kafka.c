@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "parse.h"
+
 /* Records held in a partition's prefetch queue. librdkafka keeps each in an operation of a few hundred bytes besides
  * its payload, so for small records this bound, not the 4 MB of payloads, is what a reader's memory comes to. A
  * queue that fills costs one restart of the fetcher (see above), so a smaller bound costs little speed. */

@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #include "executor.h"
+#include "fault.h"
 #include "http.h"
 #include "json.h"
 #include "result.h"
+#include "stop.h"
 #include "writer.h"
 
 extern char **environ;

@@ -17,6 +17,7 @@
 
 #include "http.h"
 #include "kafka.h"
+#include "parse.h"
 #include "report.h"
 
 /* ---- The text format. */

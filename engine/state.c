@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "fs.h"
 #include "metrics.h"
 
@@ -730,61 +731,20 @@ int kg_state_reset(kg_state_t *s, const char *topic, int32_t partition, kg_parti
   return KG_OK;
 }
 
-int kg_state_history(kg_state_t *s, FILE *out, int limit, char *errbuf) {
-  sqlite3_stmt *st;
-  const char *sql =
-      "SELECT time_ms, kind, what, records_read, records, bytes, skipped, quarantined, deleted, tombstones, result,"
-      " message FROM ("
-      " SELECT started_ms AS time_ms, 'run' AS kind, job_id AS what, records_read, records, bytes, skipped,"
-      "  quarantined, deleted, tombstones, result,"
-      "  CASE WHEN ended_ms IS NOT NULL THEN (ended_ms - started_ms) || ' ms' ELSE '' END"
-      "  || CASE WHEN message IS NOT NULL AND message <> '' THEN"
-      "   CASE WHEN ended_ms IS NOT NULL THEN ': ' ELSE '' END || message ELSE '' END AS message FROM runs"
-      " UNION ALL SELECT time_ms, command, topic || ':' || partition, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-      "  'CHANGED',"
-      "  'offset ' || coalesce(old_offset, 'none') || ' -> ' || coalesce(new_offset, 'none') FROM state_changes)"
-      " ORDER BY time_ms DESC LIMIT ?";
-  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(s, errbuf, "cannot read the history");
-  sqlite3_bind_int(st, 1, limit > 0 ? limit : -1);
-  fprintf(out, "%-19s  %-10s  %-44s %10s %10s %12s %10s %11s %10s %10s  %-10s  %s\n", "TIME", "WHAT",
-          "JOB ID / PARTITION", "READ", "WRITTEN", "BYTES", "SKIPPED", "QUARANTINED", "DELETED", "TOMBSTONES", "RESULT",
-          "DETAILS");
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    time_t secs = (time_t)(sqlite3_column_int64(st, 0) / 1000);
-    struct tm tm;
-    localtime_r(&secs, &tm);
-    char when[32];
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    const char *n[7];
-    for (int i = 0; i < 7; i++)
-      n[i] = sqlite3_column_type(st, 3 + i) == SQLITE_NULL ? "-" : (const char *)sqlite3_column_text(st, 3 + i);
-    if (sqlite3_column_type(st, 9) == SQLITE_NULL && sqlite3_column_type(st, 3) != SQLITE_NULL)
-      n[6] = "0"; /* a run recorded before tombstones were counted */
-    const char *result = (const char *)sqlite3_column_text(st, 10);
-    const char *msg = (const char *)sqlite3_column_text(st, 11);
-    char first[256];
-    snprintf(first, sizeof first, "%s", msg ? msg : "");
-    char *nl = strchr(first, '\n');
-    if (nl) *nl = '\0';
-    fprintf(out, "%-19s  %-10s  %-44s %10s %10s %12s %10s %11s %10s %10s  %-10s  %s\n", when,
-            (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2), n[0], n[1], n[2], n[3],
-            n[4], n[5], n[6], result ? result : "", first);
-  }
-  sqlite3_finalize(st);
-  return KG_OK;
+/* Column I of ST as a new string, or NULL. */
+static char *text_or_null(sqlite3_stmt *st, int i) {
+  const char *text = (const char *)sqlite3_column_text(st, i);
+  return text && sqlite3_column_type(st, i) != SQLITE_NULL ? kg_xstrdup(text) : NULL;
 }
 
-/* Appends column I of ST to OUT as a JSON number, string or null. */
-static void json_column(kg_buf_t *out, sqlite3_stmt *st, int i) {
-  switch (sqlite3_column_type(st, i)) {
-  case SQLITE_NULL: kg_buf_append(out, "null", 4); break;
-  case SQLITE_INTEGER: kg_buf_appendf(out, "%lld", (long long)sqlite3_column_int64(st, i)); break;
-  case SQLITE_FLOAT: kg_buf_appendf(out, "%.17g", sqlite3_column_double(st, i)); break;
-  default: kg_json_string(out, (const char *)sqlite3_column_text(st, i));
-  }
+/* Column I of ST, or -1 when it is NULL. */
+static int64_t int_or_unknown(sqlite3_stmt *st, int i) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
 }
 
-int kg_state_history_json(kg_state_t *s, kg_buf_t *out, int limit, char *errbuf) {
+int kg_state_history(kg_state_t *s, int limit, kg_history_entry_t **out, size_t *count, char *errbuf) {
+  *out = NULL;
+  *count = 0;
   sqlite3_stmt *st;
   /* Runs and operator changes, newest first, each with its own columns (NULL where the other kind has one). */
   const char *sql =
@@ -797,39 +757,52 @@ int kg_state_history_json(kg_state_t *s, kg_buf_t *out, int limit, char *errbuf)
       " ORDER BY time_ms DESC LIMIT ?";
   if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(s, errbuf, "cannot read the history");
   sqlite3_bind_int(st, 1, limit > 0 ? limit : -1);
-  static const char *const run_fields[] = {"kind",    "time_ms",      "job_id",          "ended_ms",
-                                           "result",  "records_read", "records_written", "bytes_written",
-                                           "skipped", "quarantined",  "deleted",         "message"};
-  static const char *const change_fields[] = {"command", "topic", "partition", "old_offset", "new_offset"};
-  kg_buf_append(out, "[", 1);
-  bool first = true;
+  kg_history_entry_t *entries = NULL;
+  size_t n = 0, cap = 0;
   while (sqlite3_step(st) == SQLITE_ROW) {
-    bool run = !strcmp((const char *)sqlite3_column_text(st, 0), "run");
-    kg_buf_append(out, first ? "\n  {" : ",\n  {", first ? 4 : 5);
-    first = false;
-    kg_buf_append(out, "\"kind\":", 7);
-    json_column(out, st, 0);
-    kg_buf_append(out, ",\"time_ms\":", 11);
-    json_column(out, st, 1);
-    if (run) {
-      for (int i = 2; i < 12; i++) {
-        kg_buf_appendf(out, ",\"%s\":", run_fields[i]);
-        json_column(out, st, i);
-      }
-      kg_buf_append(out, ",\"tombstones\":", 14);
-      if (sqlite3_column_type(st, 17) == SQLITE_NULL && sqlite3_column_type(st, 5) != SQLITE_NULL)
-        kg_buf_append(out, "0", 1); /* a run recorded before tombstones were counted */
-      else
-        json_column(out, st, 17);
-    } else {
-      for (int i = 0; i < 5; i++) {
-        kg_buf_appendf(out, ",\"%s\":", change_fields[i]);
-        json_column(out, st, 12 + i);
-      }
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      entries = kg_xrealloc(entries, cap * sizeof *entries);
     }
-    kg_buf_append(out, "}", 1);
+    kg_history_entry_t *e = &entries[n++];
+    memset(e, 0, sizeof *e);
+    e->is_run = !strcmp((const char *)sqlite3_column_text(st, 0), "run");
+    e->time_ms = sqlite3_column_int64(st, 1);
+    if (e->is_run) {
+      e->job_id = text_or_null(st, 2);
+      e->ended_ms = int_or_unknown(st, 3);
+      e->result = text_or_null(st, 4);
+      e->counts.read = int_or_unknown(st, 5);
+      e->counts.written = int_or_unknown(st, 6);
+      e->counts.bytes = int_or_unknown(st, 7);
+      e->counts.skipped = int_or_unknown(st, 8);
+      e->counts.quarantined = int_or_unknown(st, 9);
+      e->counts.deleted = int_or_unknown(st, 10);
+      e->message = text_or_null(st, 11);
+      e->counts.tombstones = int_or_unknown(st, 17);
+      if (e->counts.tombstones < 0 && e->counts.read >= 0)
+        e->counts.tombstones = 0; /* a run recorded before tombstones were counted */
+    } else {
+      e->command = text_or_null(st, 12);
+      e->topic = text_or_null(st, 13);
+      e->partition = (int32_t)sqlite3_column_int(st, 14);
+      e->old_offset = int_or_unknown(st, 15);
+      e->new_offset = int_or_unknown(st, 16);
+    }
   }
-  kg_buf_append(out, first ? "]\n" : "\n]\n", first ? 2 : 3);
   sqlite3_finalize(st);
+  *out = entries;
+  *count = n;
   return KG_OK;
+}
+
+void kg_state_free_history(kg_history_entry_t *entries, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    free(entries[i].job_id);
+    free(entries[i].result);
+    free(entries[i].message);
+    free(entries[i].command);
+    free(entries[i].topic);
+  }
+  free(entries);
 }

@@ -69,14 +69,6 @@ int kg_state_set_offset(kg_state_t *state, const char *topic, int32_t partition,
  * next run treats them as new; *REMOVED lists them (free with kg_state_free_partitions). */
 int kg_state_reset(kg_state_t *state, const char *topic, int32_t partition, kg_partition_state_t **removed,
                    size_t *count, char *errbuf);
-/* Writes the runs and the operator changes, newest first, as a table (at most LIMIT rows, 0 for all). */
-int kg_state_history(kg_state_t *state, FILE *out, int limit, char *errbuf);
-/* The same rows as a JSON array, newest first: runs as {"kind":"run","time_ms","job_id","ended_ms","result",
- * "records_read","records_written","bytes_written","skipped","quarantined","deleted","message","tombstones"}, operator
- * changes as
- * {"kind":"change","time_ms","command","topic","partition","old_offset","new_offset"} (null where not known). */
-int kg_state_history_json(kg_state_t *state, kg_buf_t *out, int limit, char *errbuf);
-
 /* Run history. */
 int kg_state_run_begin(kg_state_t *state, const char *job_id, int64_t started_ms, char *errbuf);
 /* What a run did with the records it read. Each record read was skipped, quarantined, a tombstone of an Avro topic,
@@ -104,5 +96,29 @@ int kg_state_run_totals(kg_state_t *state, const char *job_id, kg_run_counts_t *
 /* Records the runs other than JOB_ID still marked RUNNING as DIED (killed, or the machine stopped), saying
  * whether their commit was completed. Only for a run that holds the job lock: no other run is alive then. */
 int kg_state_runs_died(kg_state_t *state, const char *job_id, char *errbuf);
+
+/* One entry of a job's history: a run, or an operator's change of its state. A count or offset is -1 when it is not
+ * known (a run that has not ended, a count the kingest that recorded the run did not keep, a change's offset that
+ * was none). */
+typedef struct {
+  bool is_run;
+  int64_t time_ms; /* a run's start, a change's time: epoch ms */
+  /* A run. */
+  char *job_id;           /* owned */
+  int64_t ended_ms;       /* -1: the run has not ended */
+  char *result;           /* owned; NULL: none recorded */
+  char *message;          /* owned; NULL: none */
+  kg_run_counts_t counts; /* TOMBSTONES is 0, not -1, for a run recorded before they were counted */
+  /* An operator's change (kingest state set-offset, reset). */
+  char *command; /* owned: the subcommand, "set-offset" or "reset" */
+  char *topic;   /* owned */
+  int32_t partition;
+  int64_t old_offset, new_offset;
+} kg_history_entry_t;
+
+/* The runs and the operator changes, newest first (at most LIMIT, 0 for all), in a new array of *COUNT entries
+ * (free with kg_state_free_history); `kingest state history` prints them. */
+int kg_state_history(kg_state_t *state, int limit, kg_history_entry_t **out, size_t *count, char *errbuf);
+void kg_state_free_history(kg_history_entry_t *entries, size_t count);
 
 #endif

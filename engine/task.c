@@ -14,11 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "kg_avro.h"
 #include "kafka.h"
 #include "limit.h"
 #include "lua_bridge.h"
 #include "output.h"
+#include "stop.h"
 
 /* A task as it runs. */
 struct kg_task_run {

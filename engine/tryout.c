@@ -24,6 +24,7 @@
 #include "kafka.h"
 #include "lua_bridge.h"
 #include "output.h"
+#include "parse.h"
 #include "partition.h"
 #include "registry.h"
 #include "task.h"

@@ -9,6 +9,8 @@
 
 #include "json.h"
 #include "metrics.h"
+#include "parse.h"
+#include "suggest.h"
 
 typedef struct {
   regex_t *items;

@@ -18,6 +18,7 @@
 
 #include "http.h"
 #include "sha256.h"
+#include "stop.h"
 #include "test.h"
 
 /* ---- the test's server ------------------------------------------------------------------------------------ */

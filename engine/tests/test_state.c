@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "fs.h"
+#include "cli.h"
 #include "commit.h"
 #include "job.h"
 #include "state.h"
@@ -255,7 +256,11 @@ int main(void) {
   char *history = NULL;
   size_t history_len = 0;
   FILE *h = open_memstream(&history, &history_len);
-  CHECK_INT(kg_state_history(s, h, 0, err), KG_OK);
+  kg_history_entry_t *entries = NULL;
+  size_t nentries = 0;
+  CHECK_INT(kg_state_history(s, 0, &entries, &nentries, err), KG_OK);
+  kg_cli_history_table(h, entries, nentries);
+  kg_state_free_history(entries, nentries);
   fclose(h);
   const char *none = "                                                 -          -            -          -           "
                      "-          -          -  ";
