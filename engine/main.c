@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fs_crashsim.h"
 #include "job.h"
 #include "kafka.h"
 #include "lock.h"
@@ -1255,6 +1256,7 @@ static int cmd_properties(int argc, char **argv) {
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGXFSZ, SIG_IGN); /* a file-size limit makes write() fail with EFBIG, reported as an error */
+  kg_fs_crashsim_install(); /* KINGEST_POWERCUT, a test hook */
   if (argc < 2) {
     fputs(usage_main, stderr);
     return 2;

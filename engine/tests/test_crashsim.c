@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fs.h"
+#include "fs_crashsim.h"
 #include "test.h"
 
 #define CUT_STATUS   99
