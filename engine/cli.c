@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fs_crashsim.h"
 
 /* clang-format off */
 const char *const kg_cli_usage_main =
@@ -47,6 +48,7 @@ const char *const kg_cli_usage_version =
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGXFSZ, SIG_IGN); /* a file-size limit makes write() fail with EFBIG, reported as an error */
+  kg_fs_crashsim_install(); /* KINGEST_POWERCUT, a test hook */
   if (argc < 2) {
     fputs(kg_cli_usage_main, stderr);
     return 2;

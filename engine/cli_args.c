@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "fault.h"
 #include "job.h"
+#include "log.h"
 #include "parse.h"
 #include "suggest.h"
 

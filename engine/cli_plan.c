@@ -1,9 +1,11 @@
 /* cli_plan.c: `kingest plan`, a dry run that prints the work units and the tasks a run would make. */
 #include <stdio.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "job.h"
 #include "json.h"
+#include "log.h"
 
 /* clang-format off */
 const char *const kg_cli_usage_plan =

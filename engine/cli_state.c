@@ -6,9 +6,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "json.h"
 #include "kafka.h"
+#include "log.h"
 #include "parse.h"
 
 /* clang-format off */

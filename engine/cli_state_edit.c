@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "kafka.h"
+#include "log.h"
 #include "parse.h"
 #include "workunit.h"
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fault.h"
+#include "log.h"
 
 /* ---- one file ------------------------------------------------------------------------------------------ */
 
@@ -162,9 +163,9 @@ int kg_commit_recover(kg_state_t *state, const kg_publish_t *p, char *errbuf) {
                    moves[i].dst);
     }
   }
-  if (!rc) kg_fs_powercut_point("state.recover.before");
+  if (!rc) kg_fs_point("state.recover.before");
   if (!rc) rc = kg_state_commit_finish(state, job_id, errbuf);
-  if (!rc) kg_fs_powercut_point("state.recover.after");
+  if (!rc) kg_fs_point("state.recover.after");
   if (!rc) KG_INFO("Finished the interrupted commit of %s", job_id);
   free(job_id);
   kg_state_free_moves(moves, nmoves);
@@ -230,10 +231,10 @@ int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, co
       if (r->records == 0) ps->last.set = false;
     }
   }
-  kg_fs_powercut_point("state.journal.before");
+  kg_fs_point("state.journal.before");
   int rc = kg_state_commit_begin(state, job_id, moves, nmoves, parts, nparts, errbuf);
   bool journaled = rc == KG_OK;
-  if (journaled) kg_fs_powercut_point("state.journal.after");
+  if (journaled) kg_fs_point("state.journal.after");
   if (journaled) kg_crash_point("journaled");
   move_status_t *status = kg_xcalloc(nmoves ? nmoves : 1, sizeof *status);
   if (!rc && nmoves) rc = publish_all(pub, moves, nmoves, status, errbuf);
@@ -274,13 +275,13 @@ int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, co
       }
     }
     if (taken) KG_WARN("Took back the %zu files the failed commit of %s had published", taken, job_id);
-    if (undone) kg_fs_powercut_point("state.abort.before");
+    if (undone) kg_fs_point("state.abort.before");
     if (undone && kg_state_commit_abort(state, job_id, undo_err)) KG_ERROR("%s", undo_err);
   }
   if (!rc) kg_crash_point("finish");
-  if (!rc) kg_fs_powercut_point("state.finish.before");
+  if (!rc) kg_fs_point("state.finish.before");
   if (!rc) rc = kg_state_commit_finish(state, job_id, errbuf);
-  if (!rc) kg_fs_powercut_point("state.finish.after");
+  if (!rc) kg_fs_point("state.finish.after");
   if (!rc) {
     KG_INFO("Published %zu files to %s%s and committed the offsets of %zu partitions", nmoves, final_dir,
             kg_publish_crosses(pub) ? " (uploaded)" : "", nparts);

@@ -24,6 +24,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "log.h"
 #include "parse.h"
 #include "suggest.h"
 

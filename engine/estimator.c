@@ -101,16 +101,31 @@ static int estimate_custom(const kg_estimator_options_t *c, kg_workunit_t *units
     return kg_fail(errbuf, KG_EINVAL,
                    "%s: kafka.workunit.size.estimator.type=CUSTOM needs a job.lua with an estimateSize function",
                    c->job_file);
-  const kg_partition_state_t **history = kg_xmalloc((n ? n : 1) * sizeof *history);
+  kg_lua_estimate_t *given = kg_xcalloc(n ? n : 1, sizeof *given);
   double *sizes = kg_xmalloc((n ? n : 1) * sizeof *sizes);
   for (size_t i = 0; i < n; i++) {
-    history[i] = kg_state_find(stored, nstored, units[i].topic, units[i].partition);
-    sizes[i] = units[i].est_size;
+    const kg_workunit_t *wu = &units[i];
+    given[i] = (kg_lua_estimate_t){.topic = wu->topic,
+                                   .partition = wu->partition,
+                                   .low = wu->low,
+                                   .high = wu->high,
+                                   .earliest = wu->earliest,
+                                   .latest = wu->latest};
+    const kg_partition_state_t *p = kg_state_find(stored, nstored, wu->topic, wu->partition);
+    if (p) {
+      given[i].has_history = true;
+      given[i].next_offset = p->next_offset;
+      given[i].has_stats = p->has_stats;
+      given[i].avg_record_millis = p->avg_record_millis;
+      given[i].avg_record_size = p->avg_record_size;
+      given[i].records_pulled = p->records_pulled;
+    }
+    sizes[i] = wu->est_size;
   }
-  int rc = kg_lua_job_estimate(c->job_file, units, n, history, sizes, errbuf);
+  int rc = kg_lua_job_estimate(c->job_file, given, n, sizes, errbuf);
   for (size_t i = 0; i < n; i++)
     units[i].est_size = sizes[i];
-  free(history);
+  free(given);
   free(sizes);
   return rc;
 }

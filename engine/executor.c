@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "log.h"
 #include "lua_bridge.h"
 #include "packer.h"
 

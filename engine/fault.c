@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kg_common.h"
+#include "log.h"
 
 /* Fault injection: KINGEST_CRASH_AT=<point>[:<n>] kills the process with SIGKILL at the n-th time (default
  * the first) it passes the named point. Read once; off when unset. */

@@ -7,6 +7,7 @@
 
 #include "kg_avro.h"
 #include "kafka.h"
+#include "log.h"
 #include "lua_bridge.h"
 #include "kg_common.h"
 

@@ -9,6 +9,7 @@
 #ifndef KG_FS_H
 #define KG_FS_H
 
+#include "buf.h"
 #include "config.h"
 #include "kg_common.h"
 
@@ -107,11 +108,14 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf);
  * from now on; NULL puts fsync(2) back. Not thread-safe: set it while nothing else uses the file system. */
 void kg_fs_local_set_fsync(int (*fsync_fn)(int fd));
 
-/* The simulated power loss of fs_crashsim.c, for tests: the wrapper of the local backend when KINGEST_POWERCUT
- * is set (kg_fs_open then hands it out for file:///), else NULL. kg_fs_powercut_point counts WHAT (a point of the
- * commit around its state writes) as an operation where the power may go; a no-op without KINGEST_POWERCUT. */
-kg_fs_t *kg_fs_crashsim(void);
-void kg_fs_powercut_point(const char *what);
+/* A test hook's wrapper in front of the local backend (the simulated power loss of fs_crashsim.c,
+ * KINGEST_POWERCUT): from now on kg_fs_open asks WRAPPER for the file system to hand out for file:/// (its answer
+ * NULL: the local backend itself), and kg_fs_point passes each named point to POINT. NULL, NULL takes them away.
+ * Set it before the first kg_fs_open, while nothing else uses the file system. */
+void kg_fs_wrap_local(kg_fs_t *(*wrapper)(void), void (*point)(const char *what));
+/* A named point of the commit around its state writes (WHAT), which a test hook's wrapper counts as an operation
+ * where the power may go; a no-op without one. */
+void kg_fs_point(const char *what);
 
 /* The calls the engine makes; each is the backend's function (see above). */
 static inline int kg_fs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) { return fs->mkdirs(fs, path, errbuf); }

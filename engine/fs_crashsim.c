@@ -1,9 +1,10 @@
 /* fs_crashsim.c: a simulated power loss behind the file system interface, for tests (in the spirit of SQLite's
- * crash-test VFS). With KINGEST_POWERCUT=<n> in the environment, kg_fs_open hands out this wrapper of the local
- * backend instead of the local backend itself. It counts the mutating operations of the run (create, write,
+ * crash-test VFS). With KINGEST_POWERCUT=<n> in the environment, kg_fs_crashsim_install (called by the command line
+ * as it starts) puts it in front of the local backend (kg_fs_wrap_local): kg_fs_open hands out this wrapper of the
+ * local backend instead of the local backend itself. It counts the mutating operations of the run (create, write,
  * truncate, close, mkdir, rename, remove, and every fsync of a file or folder it has touched, as the local
  * backend makes them through kg_fs_local_set_fsync), plus the points around the commit journal's state writes
- * (kg_fs_powercut_point); just before the n-th it "loses power" and ends the process at once with status 99:
+ * (kg_fs_point); just before the n-th it "loses power" and ends the process at once with status 99:
  *   - a folder keeps the entries it had when it was last synced (or when the run first touched it): entries made
  *     since (files created or renamed in, folders made) disappear with what they hold, entries taken away since
  *     (renamed out, removed) come back;
@@ -31,7 +32,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs.h"
+#include "fs_crashsim.h"
+
+#include "buf.h"
+#include "log.h"
 
 #define TRASH_PREFIX ".kg-powercut-trash."
 #define CUT_STATUS   99
@@ -519,6 +523,11 @@ static void init(void) {
 kg_fs_t *kg_fs_crashsim(void) {
   pthread_once(&once, init);
   return inner ? &sim : NULL;
+}
+
+void kg_fs_crashsim_install(void) {
+  const char *spec = getenv("KINGEST_POWERCUT");
+  if (spec && *spec) kg_fs_wrap_local(kg_fs_crashsim, kg_fs_powercut_point);
 }
 
 void kg_fs_powercut_point(const char *what) {

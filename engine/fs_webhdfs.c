@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "fs.h"
 #include "http.h"
 #include "json.h"

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "log.h"
 #include "sha256.h"
 #include "stop.h"
 

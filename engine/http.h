@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "kg_common.h"
 
 /* A handle that keeps connections open between requests (a client that asks one server again and again). */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "commit.h"
 #include "estimator.h"
 #include "executor.h"
@@ -17,6 +18,7 @@
 #include "kafka.h"
 #include "kg_avro.h"
 #include "lock.h"
+#include "log.h"
 #include "lua_bridge.h"
 #include "mapreduce.h"
 #include "metrics.h"
@@ -312,6 +314,17 @@ static void report(kg_job_t *job, kg_state_t *state, bool recorded, int rc, kg_o
             (long long)kg_metrics_get(&job->metrics, KG_M_BYTES_WRITTEN), tombstones);
 }
 
+/* The report's view of the source: the brokers' earliest and latest offsets of N partitions (kg_kafka_offsets_bulk),
+ * on a client of its own. */
+static int source_offsets(const kg_config_t *config, const char *const *topics, const int32_t *partitions, size_t n,
+                          int64_t *earliest, int64_t *latest, const char **errors, char *errbuf) {
+  kg_kafka_t *kafka = NULL;
+  int rc = kg_kafka_new(config, &kafka, errbuf);
+  if (!rc) rc = kg_kafka_offsets_bulk(kafka, topics, partitions, n, earliest, latest, errors, errbuf);
+  kg_kafka_destroy(kafka);
+  return rc;
+}
+
 int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   kg_job_t job = {.config = c};
   *outcome = KG_OUTCOME_SUCCESSFUL;
@@ -324,6 +337,7 @@ int kg_job_run(const kg_config_t *c, kg_outcome_t *outcome, char *errbuf) {
   strftime(job.extract_id, sizeof job.extract_id, "%Y%m%d%H%M%S", &tm);
   job.job_dir = kg_xasprintf("%s/%s/%s", job_root(c), c->job_name, job.job_id);
   kg_report_init(&job.report, c, job.job_id, job.start_ms);
+  job.report.source_offsets = source_offsets;
   kg_lock_t *lock = NULL;
   kg_state_t *state = NULL;
   bool recorded = false, abandoned = false;

@@ -9,6 +9,8 @@
  * it, found the same way, and otherwise with the fewest significant digits that strtod reads back as exactly it. */
 #include "json.h"
 
+#include "buf.h"
+
 #include <float.h>
 #include <locale.h>
 #include <math.h>

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "kg_common.h"
 
 /* ---- The tape ---- */

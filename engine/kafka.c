@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "log.h"
 #include "parse.h"
 
 /* Records held in a partition's prefetch queue. librdkafka keeps each in an operation of a few hundred bytes besides

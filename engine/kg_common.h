@@ -1,5 +1,5 @@
-/* kg_common.h: what every engine file uses: the error codes and kg_fail, allocation that cannot fail, the clocks;
- * and, as nearly every file uses them too, the log (log.h) and the byte buffer (buf.h). */
+/* kg_common.h: what every engine file uses: the error codes and kg_fail, allocation that cannot fail, the clocks.
+ * The log (log.h) and the byte buffer (buf.h) are included where they are used. */
 #ifndef KG_COMMON_H
 #define KG_COMMON_H
 
@@ -7,9 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
-
-#include "buf.h"
-#include "log.h"
 
 /* Fallible functions return KG_OK or one of these; the detail goes into a caller's error buffer. */
 enum {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "log.h"
 
 struct kg_lock {
   int fd;

@@ -22,7 +22,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "json.h"
+#include "log.h"
 #include "lua_alloc.h"
 
 struct kg_lua {
@@ -1487,8 +1489,7 @@ static void set_number(lua_State *L, const char *name, double v) {
   lua_setfield(L, -2, name);
 }
 
-int kg_lua_job_estimate(const char *job_file, const kg_workunit_t *units, size_t n,
-                        const kg_partition_state_t *const *history, double *sizes, char *errbuf) {
+int kg_lua_job_estimate(const char *job_file, const kg_lua_estimate_t *units, size_t n, double *sizes, char *errbuf) {
   kg_lua_job_t *job;
   int rc = job_state(job_file, &job, errbuf);
   if (rc) return rc;
@@ -1502,7 +1503,7 @@ int kg_lua_job_estimate(const char *job_file, const kg_workunit_t *units, size_t
                  job_file);
   int fn = lua_gettop(L);
   for (size_t i = 0; !rc && i < n; i++) {
-    const kg_workunit_t *wu = &units[i];
+    const kg_lua_estimate_t *wu = &units[i];
     lua_pushvalue(L, fn);
     lua_newtable(L);
     lua_pushstring(L, wu->topic);
@@ -1513,14 +1514,13 @@ int kg_lua_job_estimate(const char *job_file, const kg_workunit_t *units, size_t
     set_number(L, "range", (double)(wu->high - wu->low));
     set_number(L, "earliest", (double)wu->earliest);
     set_number(L, "latest", (double)wu->latest);
-    const kg_partition_state_t *p = history[i];
-    if (p) {
+    if (wu->has_history) {
       lua_newtable(L);
-      set_number(L, "next_offset", (double)p->next_offset);
-      if (p->has_stats) {
-        set_number(L, "avg_record_millis", p->avg_record_millis);
-        set_number(L, "avg_record_size", p->avg_record_size);
-        set_number(L, "records_pulled", (double)p->records_pulled);
+      set_number(L, "next_offset", (double)wu->next_offset);
+      if (wu->has_stats) {
+        set_number(L, "avg_record_millis", wu->avg_record_millis);
+        set_number(L, "avg_record_size", wu->avg_record_size);
+        set_number(L, "records_pulled", (double)wu->records_pulled);
       }
     } else {
       lua_pushnil(L);

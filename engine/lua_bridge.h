@@ -7,12 +7,11 @@
 #ifndef KG_LUA_BRIDGE_H
 #define KG_LUA_BRIDGE_H
 
+#include "buf.h"
 #include "kg_common.h"
 #include "kg_ffi.h"
 #include "metrics.h"
 #include "props.h"
-#include "state.h"
-#include "workunit.h"
 
 /* How a script error that used a record view as a string begins (gobblin.ffi raises it; the traceback adds
  * it to a string function's "got cdata"): the script is broken for every record, not for one. */
@@ -41,15 +40,23 @@ int kg_lua_job_check(const char *job_file, char *errbuf);
  * JOB_FILE (NULL: a properties job). Returns KG_OK, KG_ELUA or KG_ENOMEM. */
 int kg_lua_job_describe(const char *job_file, kg_buf_t *out, char *errbuf);
 
+/* What estimateSize is given of one work unit: the unit (workunit's topic, partition, low, high, range = high - low,
+ * earliest and latest) and its partition's stored state (history: nil unless HAS_HISTORY; next_offset, and
+ * avg_record_millis, avg_record_size and records_pulled when the row HAS_STATS). */
+typedef struct {
+  const char *topic;
+  int32_t partition;
+  int64_t low, high, earliest, latest;
+  bool has_history, has_stats;
+  int64_t next_offset, records_pulled;
+  double avg_record_millis, avg_record_size;
+} kg_lua_estimate_t;
+
 /* kafka.workunit.size.estimator.type=CUSTOM: SIZES[i] = the job's estimateSize(workunit, history) for each of
- * the N UNITS, HISTORY[i] being the stored state of unit i's partition (NULL: never pulled, history is nil).
- * workunit has topic, partition, low, high, range, earliest and latest; history has next_offset and, when
- * the row has statistics, avg_record_millis, avg_record_size and records_pulled. Returns KG_OK; KG_EINVAL
- * when the job table has no estimateSize function; KG_ELUA when the job cannot be loaded, or when
- * estimateSize fails or returns anything but a number >= 0 (naming the partition; the sizes of the units
- * before it are set). */
-int kg_lua_job_estimate(const char *job_file, const kg_workunit_t *units, size_t n,
-                        const kg_partition_state_t *const *history, double *sizes, char *errbuf);
+ * the N UNITS. Returns KG_OK; KG_EINVAL when the job table has no estimateSize function; KG_ELUA when the job
+ * cannot be loaded, or when estimateSize fails or returns anything but a number >= 0 (naming the partition; the
+ * sizes of the units before it are set). */
+int kg_lua_job_estimate(const char *job_file, const kg_lua_estimate_t *units, size_t n, double *sizes, char *errbuf);
 
 /* A task's state. */
 typedef struct kg_lua kg_lua_t;

@@ -17,10 +17,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "executor.h"
 #include "fault.h"
 #include "http.h"
 #include "json.h"
+#include "log.h"
 #include "result.h"
 #include "stop.h"
 #include "writer.h"

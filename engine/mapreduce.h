@@ -13,6 +13,7 @@
 #ifndef KG_MAPREDUCE_H
 #define KG_MAPREDUCE_H
 
+#include "buf.h"
 #include "config.h"
 #include "fs.h"
 #include "task.h"

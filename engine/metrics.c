@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "json.h"
 
 void kg_metrics_add(kg_metrics_t *m, const char *name, double delta) {

@@ -2,6 +2,7 @@
 #ifndef KG_METRICS_H
 #define KG_METRICS_H
 
+#include "buf.h"
 #include "json.h"
 #include "kg_common.h"
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "fault.h"
 #include "fs.h"
 #include "partition.h"

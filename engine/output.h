@@ -7,7 +7,7 @@
 #define KG_OUTPUT_H
 
 #include "kg_ffi.h"
-#include "task.h"
+#include "task_types.h"
 
 /* The output sub-path (FP) of TOPIC for writer.file.path.type TYPE, with extract.namespace EXTRACT_NAMESPACE and
  * (for the default type) EXTRACT_ID; a new string. */

@@ -6,6 +6,9 @@
  * of one topic into one file, then runs worst-fit-decreasing over those groups. */
 #include "packer.h"
 
+#include "buf.h"
+#include "log.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

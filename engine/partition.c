@@ -1,6 +1,8 @@
 /* partition.c: time-partitioned output paths (partition.h). */
 #include "partition.h"
 
+#include "buf.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

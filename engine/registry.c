@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "buf.h"
 #include "http.h"
 #include "json.h"
 

@@ -1,6 +1,9 @@
 /* report.c: the report phase (report.h): events, the reporters of the registry, the accounting of records. */
 #include "report.h"
 
+#include "buf.h"
+#include "log.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

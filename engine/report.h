@@ -5,6 +5,7 @@
 #ifndef KG_REPORT_H
 #define KG_REPORT_H
 
+#include "buf.h"
 #include "config.h"
 #include "metrics.h"
 #include "state.h"
@@ -24,6 +25,10 @@ typedef struct {
   int64_t prev_success_ms;   /* when the last earlier successful run ended (kg_report_succeeded); 0: none */
   const char *result;        /* set before kg_report_write: SUCCESSFUL, PARTIAL, STOPPED or FAILED */
   int64_t end_ms;            /* set with it: when the run ended, epoch ms, as the run history records it */
+  /* The brokers' earliest and latest offsets of N partitions, for the lag, as kg_kafka_offsets_bulk gives them
+     (ERRORS[i] set for a partition without); set by the job, which knows its source. NULL: no lag is reported. */
+  int (*source_offsets)(const kg_config_t *config, const char *const *topics, const int32_t *partitions, size_t n,
+                        int64_t *earliest, int64_t *latest, const char **errors, char *errbuf);
 } kg_report_t;
 
 void kg_report_init(kg_report_t *report, const kg_config_t *config, const char *job_id, int64_t start_ms);

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "fs.h"
+#include "log.h"
 #include "report.h"
 
 /* Appends LEN bytes of DATA to the metrics file PATH in folder DIR (metrics.log.dir). The metrics files are

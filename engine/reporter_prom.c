@@ -15,8 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "http.h"
-#include "kafka.h"
+#include "log.h"
 #include "parse.h"
 #include "report.h"
 
@@ -707,8 +708,8 @@ static int compare_parts(const void *a, const void *b) {
 }
 
 /* The broker's latest offset of each partition of RUN, for the lag; a WARN when the brokers do not tell. */
-static void latest_offsets(const kg_config_t *c, prom_run_t *run) {
-  if (!run->nparts) return;
+static void latest_offsets(const kg_report_t *report, prom_run_t *run) {
+  if (!run->nparts || !report->source_offsets) return;
   const char **topics = kg_xcalloc(run->nparts, sizeof *topics);
   int32_t *partitions = kg_xcalloc(run->nparts, sizeof *partitions);
   int64_t *earliest = kg_xcalloc(run->nparts, sizeof *earliest), *latest = kg_xcalloc(run->nparts, sizeof *latest);
@@ -718,10 +719,7 @@ static void latest_offsets(const kg_config_t *c, prom_run_t *run) {
     partitions[i] = run->parts[i].wu->partition;
   }
   char err[KG_ERRLEN];
-  kg_kafka_t *kafka = NULL;
-  int rc = kg_kafka_new(c, &kafka, err);
-  if (!rc) rc = kg_kafka_offsets_bulk(kafka, topics, partitions, run->nparts, earliest, latest, errors, err);
-  kg_kafka_destroy(kafka);
+  int rc = report->source_offsets(report->config, topics, partitions, run->nparts, earliest, latest, errors, err);
   if (rc)
     KG_WARN("cannot read the partitions' latest offsets for the Prometheus metrics (kingest_partition_lag_records is "
             "left out): %s",
@@ -821,7 +819,7 @@ static void prom_final(const kg_report_t *report, const kg_task_t *tasks, size_t
   bool any_next = false;
   for (size_t i = 0; i < run.nparts; i++)
     any_next |= run.parts[i].has_next;
-  if (any_next) latest_offsets(c, &run);
+  if (any_next) latest_offsets(report, &run);
 
   if (*o->file) {
     prom_text_t t;

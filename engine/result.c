@@ -1,6 +1,8 @@
 /* result.c: the JSON form of task results (result.h). Every number is written so that it reads back exactly. */
 #include "result.h"
 
+#include "buf.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,6 +3,7 @@
 #ifndef KG_RESULT_H
 #define KG_RESULT_H
 
+#include "buf.h"
 #include "json.h"
 #include "task.h"
 

@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "estimator.h"
 #include "fingerprint.h"
 #include "kafka.h"
+#include "log.h"
 
 /* The first of PARTS (sorted by topic, then partition) whose topic is TOPIC, or NULL. */
 static const kg_partition_state_t *stored_topic(const kg_partition_state_t *parts, size_t count, const char *topic) {

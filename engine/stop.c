@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kg_common.h"
+#include "log.h"
 
 /* What the first signal's notice says after its name. */
 #define STOP_WHAT                                                                                                      \

@@ -18,6 +18,7 @@
 #include "kg_avro.h"
 #include "kafka.h"
 #include "limit.h"
+#include "log.h"
 #include "lua_bridge.h"
 #include "output.h"
 #include "stop.h"

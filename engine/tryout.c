@@ -18,10 +18,12 @@
 
 #include <avro.h>
 
+#include "buf.h"
 #include "executor.h"
 #include "fs.h"
 #include "job.h"
 #include "kafka.h"
+#include "log.h"
 #include "lua_bridge.h"
 #include "output.h"
 #include "parse.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "buf.h"
 #include "json.h"
 #include "metrics.h"
 #include "parse.h"

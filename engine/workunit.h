@@ -2,6 +2,7 @@
 #ifndef KG_WORKUNIT_H
 #define KG_WORKUNIT_H
 
+#include "buf.h"
 #include "config.h"
 
 typedef struct kg_topic_filter kg_topic_filter_t;

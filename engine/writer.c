@@ -2,6 +2,8 @@
  * system interface, and the counts of records and bytes. */
 #include "writer.h"
 
+#include "buf.h"
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>

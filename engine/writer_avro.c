@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "buf.h"
 #include "kg_avro.h"
 #include "registry.h"
 #include "writer.h"

@@ -13,6 +13,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "buf.h"
 #include "writer.h"
 
 typedef struct {

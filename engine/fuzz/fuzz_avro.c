@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "log.h"
 #include "writer.h"
 
 static const char schema[] =

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "log.h"
 #include "props.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

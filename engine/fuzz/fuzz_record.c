@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "job.h"
+#include "log.h"
 #include "lua_bridge.h"
 #include "output.h"
 #include "task.h"

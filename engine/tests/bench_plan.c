@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "estimator.h"
+#include "log.h"
 #include "packer.h"
 #include "state.h"
 #include "workunit.h"

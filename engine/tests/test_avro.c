@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "kg_avro.h"
+#include "log.h"
 #include "props.h"
 #include "test.h"
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "log.h"
 #include "lua_bridge.h"
 #include "test.h"
 
@@ -226,10 +228,9 @@ static void test_job_state(void) {
   CHECK_INT(count_lines(runs), 1);
   CHECK_INT(kg_lua_job_check(path, err), KG_OK);
   CHECK_INT(kg_lua_job_check(NULL, err), KG_OK); /* a properties job: no job file runs */
-  kg_workunit_t wu = {.topic = (char *)"a", .partition = 0, .low = 5, .high = 10};
-  const kg_partition_state_t *history[] = {NULL};
+  kg_lua_estimate_t wu = {.topic = "a", .partition = 0, .low = 5, .high = 10};
   double size = -1;
-  CHECK_INT(kg_lua_job_estimate(path, &wu, 1, history, &size, err), KG_OK);
+  CHECK_INT(kg_lua_job_estimate(path, &wu, 1, &size, err), KG_OK);
   CHECK(size == 10);
   kg_props_t *again = kg_props_new();
   CHECK_INT(kg_lua_job_properties(path, again, err), KG_OK);

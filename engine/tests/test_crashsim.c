@@ -12,7 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fs.h"
+#include "buf.h"
+#include "fs_crashsim.h"
 #include "test.h"
 
 #define CUT_STATUS   99

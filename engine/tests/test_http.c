@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "log.h"
 #include "sha256.h"
 #include "stop.h"
 #include "test.h"

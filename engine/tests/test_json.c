@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "json.h"
+#include "log.h"
 #include "metrics.h"
 #include "result.h"
 #include "test.h"

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "buf.h"
 #include "json.h"
 #include "test.h"
 

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "kafka.h"
+#include "log.h"
 #include "test.h"
 
 /* Waits that end the test when something never comes: generous, never asserted. */

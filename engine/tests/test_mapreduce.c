@@ -1,7 +1,9 @@
 /* test_mapreduce.c: the maps' input of a MapReduce run: what a task line carries of the driver's properties (never a
  * secret), and the properties a map runs the task on (the driver's, with the map's own secrets). */
+#include "buf.h"
 #include "config.h"
 #include "json.h"
+#include "log.h"
 #include "mapreduce.h"
 #include "props.h"
 #include "test.h"

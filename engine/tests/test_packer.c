@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "log.h"
 #include "packer.h"
 #include "test.h"
 

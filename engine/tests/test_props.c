@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "kafka.h"
+#include "log.h"
 #include "registry.h"
 #include "report.h"
 #include "writer.h"

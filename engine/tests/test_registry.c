@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "log.h"
 #include "props.h"
 #include "registry.h"
 #include "test.h"

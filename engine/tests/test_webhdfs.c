@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "log.h"
 #include "test.h"
 
 static char base_url[256]; /* http://127.0.0.1:PORT */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "fs.h"
 #include "output.h"
 #include "task.h"

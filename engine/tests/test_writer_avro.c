@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "avro_datum.h"
+#include "buf.h"
 #include "fs.h"
 #include "test.h"
 #include "writer.h"
