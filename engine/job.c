@@ -25,6 +25,7 @@
 #include "source.h"
 #include "state.h"
 #include "task.h"
+#include "topics.h"
 #include "writer.h"
 
 /* One run: its identity and what its phases handed on. */

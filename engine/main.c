@@ -17,7 +17,7 @@
 #include "mapreduce.h"
 #include "state.h"
 #include "tryout.h"
-#include "workunit.h"
+#include "topics.h"
 
 /* Exit statuses (docs/operations.md, "Exit codes"). */
 enum {

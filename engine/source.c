@@ -9,6 +9,7 @@
 #include "estimator.h"
 #include "fingerprint.h"
 #include "kafka.h"
+#include "topics.h"
 
 /* The first of PARTS (sorted by topic, then partition) whose topic is TOPIC, or NULL. */
 static const kg_partition_state_t *stored_topic(const kg_partition_state_t *parts, size_t count, const char *topic) {

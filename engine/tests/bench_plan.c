@@ -8,6 +8,7 @@
 #include "estimator.h"
 #include "packer.h"
 #include "state.h"
+#include "topics.h"
 #include "workunit.h"
 
 static double now_s(void) {
