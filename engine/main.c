@@ -730,10 +730,21 @@ static void broker_view(const kg_job_ref_t *r, const char *const *topics, const 
   v->latest = kg_xcalloc(n ? n : 1, sizeof(int64_t));
   v->errors = kg_xcalloc(n ? n : 1, sizeof(char *));
   if (!r->config || !n) return;
+  kg_partition_offsets_t *parts = kg_xcalloc(n, sizeof *parts);
+  for (size_t i = 0; i < n; i++) {
+    parts[i].topic = topics[i];
+    parts[i].partition = ids[i];
+  }
   kg_kafka_t *kafka = NULL;
-  v->known = kg_kafka_new(r->config, &kafka, v->error) == KG_OK &&
-             kg_kafka_offsets_bulk(kafka, topics, ids, n, v->earliest, v->latest, v->errors, v->error) == KG_OK;
+  v->known =
+      kg_kafka_new(r->config, &kafka, v->error) == KG_OK && kg_kafka_offsets_bulk(kafka, parts, n, v->error) == KG_OK;
   kg_kafka_destroy(kafka);
+  for (size_t i = 0; i < n; i++) {
+    v->earliest[i] = parts[i].earliest;
+    v->latest[i] = parts[i].latest;
+    v->errors[i] = parts[i].error;
+  }
+  free(parts);
 }
 
 static void broker_view_free(kg_broker_view_t *v) {
@@ -1019,8 +1030,7 @@ static int resolve_offset(const kg_job_ref_t *r, const char *topic, int32_t part
   if (force && !needs_broker) return KG_OK;
   kg_kafka_t *kafka = NULL;
   int64_t earliest = 0, latest = 0;
-  const char *topics[1] = {topic}, *errors[1] = {NULL};
-  int32_t ids[1] = {partition};
+  kg_partition_offsets_t part = {.topic = topic, .partition = partition};
   char kerr[KG_ERRLEN] = "";
   int rc = kg_kafka_new(r->config, &kafka, kerr);
   if (!rc && (rc = check_partition(r, kafka, topic, partition, kerr)) == KG_ENOTFOUND) {
@@ -1028,8 +1038,10 @@ static int resolve_offset(const kg_job_ref_t *r, const char *topic, int32_t part
     return kg_fail(err, KG_EINVAL, "cannot set the offset of %s:%d: %s%s", topic, partition, kerr,
                    needs_broker ? "" : " (--force sets it unchecked)");
   }
-  if (!rc) rc = kg_kafka_offsets_bulk(kafka, topics, ids, 1, &earliest, &latest, errors, kerr);
-  if (!rc && errors[0]) rc = kg_fail(kerr, KG_EKAFKA, "%s", errors[0]);
+  if (!rc) rc = kg_kafka_offsets_bulk(kafka, &part, 1, kerr);
+  if (!rc && part.error) rc = kg_fail(kerr, KG_EKAFKA, "%s", part.error);
+  earliest = part.earliest;
+  latest = part.latest;
   if (!rc && spec[0] == '@') {
     int64_t at = -1;
     rc = kg_kafka_offset_for_time(kafka, topic, partition, time_ms, &at, kerr);

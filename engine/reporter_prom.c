@@ -708,32 +708,25 @@ static int compare_parts(const void *a, const void *b) {
 /* The broker's latest offset of each partition of RUN, for the lag; a WARN when the brokers do not tell. */
 static void latest_offsets(const kg_config_t *c, prom_run_t *run) {
   if (!run->nparts) return;
-  const char **topics = kg_xcalloc(run->nparts, sizeof *topics);
-  int32_t *partitions = kg_xcalloc(run->nparts, sizeof *partitions);
-  int64_t *earliest = kg_xcalloc(run->nparts, sizeof *earliest), *latest = kg_xcalloc(run->nparts, sizeof *latest);
-  const char **errors = kg_xcalloc(run->nparts, sizeof *errors);
+  kg_partition_offsets_t *parts = kg_xcalloc(run->nparts, sizeof *parts);
   for (size_t i = 0; i < run->nparts; i++) {
-    topics[i] = run->parts[i].wu->topic;
-    partitions[i] = run->parts[i].wu->partition;
+    parts[i].topic = run->parts[i].wu->topic;
+    parts[i].partition = run->parts[i].wu->partition;
   }
   char err[KG_ERRLEN];
   kg_kafka_t *kafka = NULL;
   int rc = kg_kafka_new(c, &kafka, err);
-  if (!rc) rc = kg_kafka_offsets_bulk(kafka, topics, partitions, run->nparts, earliest, latest, errors, err);
+  if (!rc) rc = kg_kafka_offsets_bulk(kafka, parts, run->nparts, err);
   kg_kafka_destroy(kafka);
   if (rc)
     KG_WARN("cannot read the partitions' latest offsets for the Prometheus metrics (kingest_partition_lag_records is "
             "left out): %s",
             err);
   for (size_t i = 0; !rc && i < run->nparts; i++) {
-    run->parts[i].has_latest = !errors[i];
-    run->parts[i].latest = latest[i];
+    run->parts[i].has_latest = !parts[i].error;
+    run->parts[i].latest = parts[i].latest;
   }
-  free(topics);
-  free(partitions);
-  free(earliest);
-  free(latest);
-  free(errors);
+  free(parts);
 }
 
 static void prom_final(const kg_report_t *report, const kg_task_t *tasks, size_t ntasks,
