@@ -145,7 +145,8 @@ typedef struct {
   char *recreated;                  /* evidence of a recreated log, owned; NULL when none */
 } kg_planned_t;
 
-/* What planning reads: the broker's topics and the stored partitions, both sorted. */
+/* What planning works from: the job, its topic filter, the brokers' client and topics (sorted by name), and the
+ * stored partitions (sorted by topic, then partition). */
 typedef struct {
   const kg_config_t *config;
   kg_topic_filter_t *filter;
@@ -180,7 +181,7 @@ static kg_planned_t *select_partitions(const kg_planning_t *p, size_t *n) {
   return parts;
 }
 
-/* The brokers' range of each of the N PARTS, in one bulk query. */
+/* The brokers' range of each of the N PARTS, in one bulk query (built from PARTS, its answers copied back). */
 static int ask_offsets(kg_kafka_t *kafka, kg_planned_t *parts, size_t n, char *errbuf) {
   kg_partition_offsets_t *query = kg_xcalloc(n ? n : 1, sizeof *query);
   for (size_t i = 0; i < n; i++)
