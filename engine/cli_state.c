@@ -113,10 +113,21 @@ static void broker_view(const kg_job_ref_t *r, const char *const *topics, const 
   v->latest = kg_xcalloc(n ? n : 1, sizeof(int64_t));
   v->errors = kg_xcalloc(n ? n : 1, sizeof(char *));
   if (!r->config || !n) return;
+  kg_partition_offsets_t *parts = kg_xcalloc(n, sizeof *parts);
+  for (size_t i = 0; i < n; i++) {
+    parts[i].topic = topics[i];
+    parts[i].partition = ids[i];
+  }
   kg_kafka_t *kafka = NULL;
-  v->known = kg_kafka_new(r->config, &kafka, v->error) == KG_OK &&
-             kg_kafka_offsets_bulk(kafka, topics, ids, n, v->earliest, v->latest, v->errors, v->error) == KG_OK;
+  v->known =
+      kg_kafka_new(r->config, &kafka, v->error) == KG_OK && kg_kafka_offsets_bulk(kafka, parts, n, v->error) == KG_OK;
   kg_kafka_destroy(kafka);
+  for (size_t i = 0; i < n; i++) {
+    v->earliest[i] = parts[i].earliest;
+    v->latest[i] = parts[i].latest;
+    v->errors[i] = parts[i].error;
+  }
+  free(parts);
 }
 
 static void broker_view_free(kg_broker_view_t *v) {

@@ -9,7 +9,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "parse.h"
-#include "workunit.h"
+#include "topics.h"
 
 /* Takes the job's locks for an edit and checks there is no unfinished commit: the job lock when its folder is known
  * (a job file, a work dir), and always the lock beside the state database, which every run takes too (lock.h). */
@@ -207,8 +207,7 @@ static int resolve_offset(const kg_job_ref_t *r, const char *topic, int32_t part
   if (force && !needs_broker) return KG_OK;
   kg_kafka_t *kafka = NULL;
   int64_t earliest = 0, latest = 0;
-  const char *topics[1] = {topic}, *errors[1] = {NULL};
-  int32_t ids[1] = {partition};
+  kg_partition_offsets_t part = {.topic = topic, .partition = partition};
   char kerr[KG_ERRLEN] = "";
   int rc = kg_kafka_new(r->config, &kafka, kerr);
   if (!rc && (rc = check_partition(r, kafka, topic, partition, kerr)) == KG_ENOTFOUND) {
@@ -216,8 +215,10 @@ static int resolve_offset(const kg_job_ref_t *r, const char *topic, int32_t part
     return kg_fail(err, KG_EINVAL, "cannot set the offset of %s:%d: %s%s", topic, partition, kerr,
                    needs_broker ? "" : " (--force sets it unchecked)");
   }
-  if (!rc) rc = kg_kafka_offsets_bulk(kafka, topics, ids, 1, &earliest, &latest, errors, kerr);
-  if (!rc && errors[0]) rc = kg_fail(kerr, KG_EKAFKA, "%s", errors[0]);
+  if (!rc) rc = kg_kafka_offsets_bulk(kafka, &part, 1, kerr);
+  if (!rc && part.error) rc = kg_fail(kerr, KG_EKAFKA, "%s", part.error);
+  earliest = part.earliest;
+  latest = part.latest;
   if (!rc && spec[0] == '@') {
     int64_t at = -1;
     rc = kg_kafka_offset_for_time(kafka, topic, partition, time_ms, &at, kerr);

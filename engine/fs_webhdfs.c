@@ -688,6 +688,76 @@ static bool parse_long(const char *s, long min, long max, long *out) {
   return true;
 }
 
+/* Applies one parameter KEY=VALUE of URI's query to W (user.name into *USER). */
+static int query_parameter(webhdfs_t *w, const char *uri, const char *key, const char *value, char **user,
+                           char *errbuf) {
+  if (!strcmp(key, "user.name")) {
+    free(*user);
+    *user = kg_xstrdup(value);
+  } else if (!strcmp(key, "auth")) {
+    if (!strcmp(value, "kerberos") || !strcmp(value, "KERBEROS"))
+      return kg_fail(errbuf, KG_EINVAL,
+                     "%s: Kerberos (SPNEGO) authentication is not supported: kingest speaks "
+                     "WebHDFS with simple authentication (user.name) only",
+                     uri);
+    else if (strcmp(value, "simple"))
+      return kg_fail(errbuf, KG_EINVAL, "%s: auth=%s: unknown authentication (kingest has: simple)", uri, value);
+  } else if (!strcmp(key, "connect.timeout.ms")) {
+    if (!parse_long(value, 1, 600000, &w->connect_ms))
+      return kg_fail(errbuf, KG_EINVAL, "%s: connect.timeout.ms=%s: expected milliseconds from 1 to 600000", uri,
+                     value);
+  } else if (!strcmp(key, "timeout.ms")) {
+    if (!parse_long(value, 1000, 3600000, &w->timeout_ms))
+      return kg_fail(errbuf, KG_EINVAL, "%s: timeout.ms=%s: expected milliseconds from 1000 to 3600000", uri, value);
+  } else if (!strcmp(key, "attempts")) {
+    long a = 0;
+    if (!parse_long(value, 1, 20, &a))
+      return kg_fail(errbuf, KG_EINVAL, "%s: attempts=%s: expected a number from 1 to 20", uri, value);
+    w->attempts = (int)a;
+  } else {
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: unknown parameter '%s' (kingest has: user.name, auth, "
+                   "connect.timeout.ms, timeout.ms, attempts)",
+                   uri, key);
+  }
+  return KG_OK;
+}
+
+/* The name of the user kingest runs as ($USER, else the password database's), into *USER (a new string), for a URI
+ * that names none. */
+static int local_user(const char *uri, char **user, char *errbuf) {
+  const char *env = getenv("USER");
+  struct passwd pw, *found = NULL;
+  char buf[1024];
+  if (env && *env)
+    *user = kg_xstrdup(env);
+  else if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) == 0 && found)
+    *user = kg_xstrdup(found->pw_name);
+  else
+    return kg_fail(errbuf, KG_EINVAL, "%s: no user name (set $USER, or give webhdfs://USER@HOST:PORT)", uri);
+  return KG_OK;
+}
+
+/* The file system whose backend data is W (taken). */
+static kg_fs_t *webhdfs_fs(webhdfs_t *w) {
+  kg_fs_t *fs = kg_xcalloc(1, sizeof *fs);
+  fs->scheme = "webhdfs";
+  fs->mkdirs = webhdfs_mkdirs;
+  fs->create = webhdfs_create;
+  fs->rename = webhdfs_rename;
+  fs->exists = webhdfs_exists;
+  fs->list = webhdfs_list;
+  fs->remove_tree = webhdfs_remove_tree;
+  fs->sync = webhdfs_sync;
+  fs->check_writable = webhdfs_check_writable;
+  fs->same_volume = webhdfs_same_volume;
+  fs->put = webhdfs_put;
+  fs->read = webhdfs_read;
+  fs->close = webhdfs_close;
+  fs->data = w;
+  return fs;
+}
+
 int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
   *out = NULL;
   static const char prefix[] = "webhdfs://";
@@ -737,35 +807,7 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
       const char *eq = memchr(q, '=', plen);
       char *key = unescape(q, eq ? (size_t)(eq - q) : plen);
       char *value = eq ? unescape(eq + 1, (size_t)(q + plen - eq - 1)) : kg_xstrdup("");
-      if (!strcmp(key, "user.name")) {
-        free(user);
-        user = kg_xstrdup(value);
-      } else if (!strcmp(key, "auth")) {
-        if (!strcmp(value, "kerberos") || !strcmp(value, "KERBEROS"))
-          rc = kg_fail(errbuf, KG_EINVAL,
-                       "%s: Kerberos (SPNEGO) authentication is not supported: kingest speaks "
-                       "WebHDFS with simple authentication (user.name) only",
-                       uri);
-        else if (strcmp(value, "simple"))
-          rc = kg_fail(errbuf, KG_EINVAL, "%s: auth=%s: unknown authentication (kingest has: simple)", uri, value);
-      } else if (!strcmp(key, "connect.timeout.ms")) {
-        if (!parse_long(value, 1, 600000, &w->connect_ms))
-          rc = kg_fail(errbuf, KG_EINVAL, "%s: connect.timeout.ms=%s: expected milliseconds from 1 to 600000", uri,
-                       value);
-      } else if (!strcmp(key, "timeout.ms")) {
-        if (!parse_long(value, 1000, 3600000, &w->timeout_ms))
-          rc = kg_fail(errbuf, KG_EINVAL, "%s: timeout.ms=%s: expected milliseconds from 1000 to 3600000", uri, value);
-      } else if (!strcmp(key, "attempts")) {
-        long a = 0;
-        if (!parse_long(value, 1, 20, &a))
-          rc = kg_fail(errbuf, KG_EINVAL, "%s: attempts=%s: expected a number from 1 to 20", uri, value);
-        w->attempts = (int)a;
-      } else {
-        rc = kg_fail(errbuf, KG_EINVAL,
-                     "%s: unknown parameter '%s' (kingest has: user.name, auth, "
-                     "connect.timeout.ms, timeout.ms, attempts)",
-                     uri, key);
-      }
+      rc = query_parameter(w, uri, key, value, &user, errbuf);
       free(key);
       free(value);
       q += plen;
@@ -774,15 +816,8 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
   }
   if (!rc && (!user || !*user)) {
     free(user);
-    const char *env = getenv("USER");
-    struct passwd pw, *found = NULL;
-    char buf[1024];
-    if (env && *env)
-      user = kg_xstrdup(env);
-    else if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) == 0 && found)
-      user = kg_xstrdup(found->pw_name);
-    else
-      rc = kg_fail(errbuf, KG_EINVAL, "%s: no user name (set $USER, or give webhdfs://USER@HOST:PORT)", uri);
+    user = NULL;
+    rc = local_user(uri, &user, errbuf);
   }
   if (rc) {
     free(user);
@@ -797,21 +832,6 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
   w->user = u.data;
   free(host);
   free(user);
-  kg_fs_t *fs = kg_xcalloc(1, sizeof *fs);
-  fs->scheme = "webhdfs";
-  fs->mkdirs = webhdfs_mkdirs;
-  fs->create = webhdfs_create;
-  fs->rename = webhdfs_rename;
-  fs->exists = webhdfs_exists;
-  fs->list = webhdfs_list;
-  fs->remove_tree = webhdfs_remove_tree;
-  fs->sync = webhdfs_sync;
-  fs->check_writable = webhdfs_check_writable;
-  fs->same_volume = webhdfs_same_volume;
-  fs->put = webhdfs_put;
-  fs->read = webhdfs_read;
-  fs->close = webhdfs_close;
-  fs->data = w;
-  *out = fs;
+  *out = webhdfs_fs(w);
   return KG_OK;
 }

@@ -439,6 +439,73 @@ static bool has_header(const char *const *headers, const char *name) {
   return false;
 }
 
+/* Sets CURL up for REQ, afresh: the URL, METHOD and body (read through T), the answer's callbacks, the timeouts
+ * (TIMEOUT_MS: this try's, 0 none), redirects; curl's error text into CURL_ERR. */
+static void set_request(CURL *curl, const kg_http_request_t *req, const char *method, bool has_body, int64_t timeout_ms,
+                        try_t *t, char *curl_err) {
+  curl_easy_reset(curl);
+  curl_easy_setopt(curl, CURLOPT_URL, req->url);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_err);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM for timeouts: the engine has threads */
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "kingest/" KINGEST_VERSION);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  if (!strcmp(method, "HEAD")) {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (has_body) {
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(curl, CURLOPT_READDATA, t);
+    curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
+    curl_easy_setopt(curl, CURLOPT_SEEKDATA, t);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->body.len);
+    if (strcmp(method, "PUT")) curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+  } else if (strcmp(method, "GET")) {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+  }
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, t);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
+  if (req->connect_timeout_ms > 0) curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)req->connect_timeout_ms);
+  if (timeout_ms > 0) curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+  if (req->stall_ms > 0) {
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (long)((req->stall_ms + 999) / 1000));
+  }
+  if (req->max_redirects > 0) {
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, (long)req->max_redirects);
+  }
+}
+
+/* Sets CURL's TLS options and authentication from REQ. */
+static void set_security(CURL *curl, const kg_http_request_t *req) {
+  const kg_http_tls_t *tls = &req->tls;
+  if (tls->ca_file) curl_easy_setopt(curl, CURLOPT_CAINFO, tls->ca_file);
+  if (tls->cert_file) curl_easy_setopt(curl, CURLOPT_SSLCERT, tls->cert_file);
+  if (tls->key_file) curl_easy_setopt(curl, CURLOPT_SSLKEY, tls->key_file);
+  if (tls->key_password) curl_easy_setopt(curl, CURLOPT_KEYPASSWD, tls->key_password);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, tls->insecure ? 0L : 1L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, tls->insecure ? 0L : 2L);
+  switch (req->auth.kind) {
+  case KG_HTTP_AUTH_NONE: break;
+  case KG_HTTP_AUTH_BASIC:
+    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    curl_easy_setopt(curl, CURLOPT_USERNAME, req->auth.user ? req->auth.user : "");
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, req->auth.password ? req->auth.password : "");
+    break;
+  case KG_HTTP_AUTH_BEARER:
+    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+    curl_easy_setopt(curl, CURLOPT_XOAUTH2_BEARER, req->auth.token ? req->auth.token : "");
+    break;
+  case KG_HTTP_AUTH_NEGOTIATE:
+    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_NEGOTIATE);
+    curl_easy_setopt(curl, CURLOPT_USERPWD, ":"); /* the name and key come from the ticket */
+    break;
+  }
+}
+
 /* Try ATTEMPT of REQ with CURL, within TIMEOUT_MS (0: none), into R; *WRITTEN: bytes of a file answer written.
  * BODY_HASH: the body's SHA-256, computed at the first try that signs (empty until then). */
 static void one_try(CURL *curl, const kg_http_request_t *req, int attempt, int64_t timeout_ms, char *body_hash,
@@ -476,63 +543,8 @@ static void one_try(CURL *curl, const kg_http_request_t *req, int attempt, int64
     list = curl_slist_append(list, signed_headers.lines[i]);
   if (has_body && !has_header(req->headers, "Expect")) list = curl_slist_append(list, "Expect:");
 
-  curl_easy_reset(curl);
-  curl_easy_setopt(curl, CURLOPT_URL, req->url);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_err);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM for timeouts: the engine has threads */
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "kingest/" KINGEST_VERSION);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  if (!strcmp(method, "HEAD")) {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-  } else if (has_body) {
-    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(curl, CURLOPT_READDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
-    curl_easy_setopt(curl, CURLOPT_SEEKDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->body.len);
-    if (strcmp(method, "PUT")) curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-  } else if (strcmp(method, "GET")) {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-  }
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
-  if (req->connect_timeout_ms > 0) curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)req->connect_timeout_ms);
-  if (timeout_ms > 0) curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-  if (req->stall_ms > 0) {
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (long)((req->stall_ms + 999) / 1000));
-  }
-  if (req->max_redirects > 0) {
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, (long)req->max_redirects);
-  }
-  const kg_http_tls_t *tls = &req->tls;
-  if (tls->ca_file) curl_easy_setopt(curl, CURLOPT_CAINFO, tls->ca_file);
-  if (tls->cert_file) curl_easy_setopt(curl, CURLOPT_SSLCERT, tls->cert_file);
-  if (tls->key_file) curl_easy_setopt(curl, CURLOPT_SSLKEY, tls->key_file);
-  if (tls->key_password) curl_easy_setopt(curl, CURLOPT_KEYPASSWD, tls->key_password);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, tls->insecure ? 0L : 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, tls->insecure ? 0L : 2L);
-  switch (req->auth.kind) {
-  case KG_HTTP_AUTH_NONE: break;
-  case KG_HTTP_AUTH_BASIC:
-    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-    curl_easy_setopt(curl, CURLOPT_USERNAME, req->auth.user ? req->auth.user : "");
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, req->auth.password ? req->auth.password : "");
-    break;
-  case KG_HTTP_AUTH_BEARER:
-    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
-    curl_easy_setopt(curl, CURLOPT_XOAUTH2_BEARER, req->auth.token ? req->auth.token : "");
-    break;
-  case KG_HTTP_AUTH_NEGOTIATE:
-    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_NEGOTIATE);
-    curl_easy_setopt(curl, CURLOPT_USERPWD, ":"); /* the name and key come from the ticket */
-    break;
-  }
+  set_request(curl, req, method, has_body, timeout_ms, &t, curl_err);
+  set_security(curl, req);
   if (list) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
 
   CURLcode cc = curl_easy_perform(curl);

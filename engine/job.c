@@ -28,6 +28,7 @@
 #include "state.h"
 #include "stop.h"
 #include "task.h"
+#include "topics.h"
 #include "writer.h"
 
 /* One run: its identity and what its phases handed on. */
@@ -318,10 +319,21 @@ static void report(kg_job_t *job, kg_state_t *state, bool recorded, int rc, kg_o
  * on a client of its own. */
 static int source_offsets(const kg_config_t *config, const char *const *topics, const int32_t *partitions, size_t n,
                           int64_t *earliest, int64_t *latest, const char **errors, char *errbuf) {
+  kg_partition_offsets_t *parts = kg_xcalloc(n ? n : 1, sizeof *parts);
+  for (size_t i = 0; i < n; i++) {
+    parts[i].topic = topics[i];
+    parts[i].partition = partitions[i];
+  }
   kg_kafka_t *kafka = NULL;
   int rc = kg_kafka_new(config, &kafka, errbuf);
-  if (!rc) rc = kg_kafka_offsets_bulk(kafka, topics, partitions, n, earliest, latest, errors, errbuf);
+  if (!rc) rc = kg_kafka_offsets_bulk(kafka, parts, n, errbuf);
   kg_kafka_destroy(kafka);
+  for (size_t i = 0; i < n; i++) {
+    earliest[i] = parts[i].earliest;
+    latest[i] = parts[i].latest;
+    errors[i] = parts[i].error;
+  }
+  free(parts);
   return rc;
 }
 

@@ -511,27 +511,28 @@ int kg_kafka_offsets(kg_kafka_t *k, const char *topic, int32_t partition, int64_
   return KG_OK;
 }
 
-/* One ListOffsets query for every partition: WHICH is RD_KAFKA_OFFSET_BEGINNING or RD_KAFKA_OFFSET_END,
- * which offsets_for_times sends as the special timestamps -2 and -1. librdkafka answers a partition error (its
+/* One ListOffsets query for every partition of PARTS: WHICH is RD_KAFKA_OFFSET_BEGINNING (answered into each
+ * EARLIEST) or RD_KAFKA_OFFSET_END or a time (answered into each LATEST), which offsets_for_times sends as the special
+ * timestamps -2 and -1 or as the time. librdkafka answers a partition error (its
  * leader moved, say) with that error for the whole query as well as for the partition, so the partitions with a
  * retriable error are asked again, alone, until DEADLINE (monotonic ms). A partition still failing then with an error
- * of its own (no leader, say), while others were answered, gets that error in ERRORS (the run skips it); when none
- * was answered, or the error cannot pass, the query fails with it. Partitions that already have an error in ERRORS
- * are not asked. */
-static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, size_t n, int64_t which,
-                        int64_t started, int64_t deadline, int64_t *out, const char **errors, char *errbuf) {
+ * of its own (no leader, say), while others were answered, gets that error in its ERROR (the run skips it); when
+ * none was answered, or the error cannot pass, the query fails with it. Partitions that already have an ERROR are
+ * not asked. */
+static int list_offsets(kg_kafka_t *k, kg_partition_offsets_t *parts, size_t n, int64_t which, int64_t started,
+                        int64_t deadline, char *errbuf) {
   rd_kafka_resp_err_t *perr = kg_xcalloc(n, sizeof *perr);
   size_t *pending = kg_xcalloc(n, sizeof *pending);
   size_t npending = 0;
   for (size_t i = 0; i < n; i++)
-    if (!errors[i]) pending[npending++] = i;
+    if (!parts[i].error) pending[npending++] = i;
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
   int attempts = 0;
   while (npending > 0) {
     attempts++;
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)npending);
     for (size_t j = 0; j < npending; j++)
-      rd_kafka_topic_partition_list_add(list, topics[pending[j]], partitions[pending[j]])->offset = which;
+      rd_kafka_topic_partition_list_add(list, parts[pending[j]].topic, parts[pending[j]].partition)->offset = which;
     int64_t left = deadline - kg_mono_ms();
     int wait = query_wait(k, left, attempts);
     int64_t asked = kg_mono_ms();
@@ -560,7 +561,10 @@ static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t 
       size_t i = pending[j];
       rd_kafka_topic_partition_t *tp = &list->elems[j];
       perr[i] = tp->err ? tp->err : err && err != RD_KAFKA_RESP_ERR__PARTIAL && tp->offset < 0 ? err : 0;
-      out[i] = tp->offset;
+      if (which == RD_KAFKA_OFFSET_BEGINNING)
+        parts[i].earliest = tp->offset;
+      else
+        parts[i].latest = tp->offset;
       if (perr[i] && retriable(perr[i])) pending[still++] = i;
     }
     bool whole = err && still == npending; /* nothing answered: perhaps no broker at all */
@@ -577,18 +581,19 @@ static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t 
   }
   size_t answered = 0;
   for (size_t i = 0; i < n; i++)
-    if (!errors[i] && !perr[i]) answered++;
+    if (!parts[i].error && !perr[i]) answered++;
   if (answered) k->reached = true;
   int rc = KG_OK;
   for (size_t i = 0; i < n && !rc; i++) {
-    if (errors[i]) continue;
+    if (parts[i].error) continue;
     if (!perr[i]) {
-      if (out[i] < 0) errors[i] = "no offset returned";
+      if ((which == RD_KAFKA_OFFSET_BEGINNING ? parts[i].earliest : parts[i].latest) < 0)
+        parts[i].error = "no offset returned";
       continue;
     }
     if (answered && retriable(perr[i]) && perr[i] != RD_KAFKA_RESP_ERR__TRANSPORT &&
         perr[i] != RD_KAFKA_RESP_ERR__TIMED_OUT && perr[i] != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
-      errors[i] = rd_kafka_err2str(perr[i]); /* a static string */
+      parts[i].error = rd_kafka_err2str(perr[i]); /* a static string */
       continue;
     }
     char how[64], causes[KG_ERRLEN / 2] = "";
@@ -597,35 +602,34 @@ static int list_offsets(kg_kafka_t *k, const char *const *topics, const int32_t 
     const char *sep = *causes ? "; the brokers' last connection errors: " : "";
     if (n == 1 || perr[i] != err)
       rc = kg_fail(errbuf, KG_EKAFKA, "cannot fetch the offsets of partition %s:%d from kafka.brokers=%s: %s%s%s (%s)",
-                   topics[i], partitions[i], k->brokers, rd_kafka_err2str(perr[i]), sep, causes, how);
+                   parts[i].topic, parts[i].partition, k->brokers, rd_kafka_err2str(perr[i]), sep, causes, how);
     else
       rc = kg_fail(errbuf, KG_EKAFKA, "cannot fetch partition offsets from kafka.brokers=%s: %s%s%s (%s; first %s:%d)",
-                   k->brokers, rd_kafka_err2str(perr[i]), sep, causes, how, topics[i], partitions[i]);
+                   k->brokers, rd_kafka_err2str(perr[i]), sep, causes, how, parts[i].topic, parts[i].partition);
   }
   free(perr);
   free(pending);
   return rc;
 }
 
-int kg_kafka_offsets_bulk(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, size_t n,
-                          int64_t *earliest, int64_t *latest, const char **errors, char *errbuf) {
+int kg_kafka_offsets_bulk(kg_kafka_t *k, kg_partition_offsets_t *parts, size_t n, char *errbuf) {
   for (size_t i = 0; i < n; i++)
-    errors[i] = NULL;
+    parts[i].error = NULL;
   if (n == 0) return KG_OK;
   int64_t started = kg_mono_ms(), deadline = started + k->metadata_timeout_ms;
-  int rc =
-      list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_BEGINNING, started, deadline, earliest, errors, errbuf);
-  if (!rc) rc = list_offsets(k, topics, partitions, n, RD_KAFKA_OFFSET_END, started, deadline, latest, errors, errbuf);
+  int rc = list_offsets(k, parts, n, RD_KAFKA_OFFSET_BEGINNING, started, deadline, errbuf);
+  if (!rc) rc = list_offsets(k, parts, n, RD_KAFKA_OFFSET_END, started, deadline, errbuf);
   return rc;
 }
 
 int kg_kafka_offset_for_time(kg_kafka_t *k, const char *topic, int32_t partition, int64_t time_ms, int64_t *offset,
                              char *errbuf) {
-  const char *topics[1] = {topic}, *errors[1] = {NULL};
-  int32_t partitions[1] = {partition};
+  kg_partition_offsets_t part = {.topic = topic, .partition = partition};
   int64_t started = kg_mono_ms(), deadline = started + k->metadata_timeout_ms;
   /* A time after the partition's last record answers -1 ("no offset returned"): no record at or after it. */
-  return list_offsets(k, topics, partitions, 1, time_ms, started, deadline, offset, errors, errbuf);
+  int rc = list_offsets(k, &part, 1, time_ms, started, deadline, errbuf);
+  *offset = part.latest;
+  return rc;
 }
 
 /* Up to MAX messages from queue Q (when RKT is NULL) or from partition PARTITION of RKT, whose queue is Q (NULL when
@@ -658,8 +662,7 @@ ssize_t kg_kafka_take(rd_kafka_queue_t *q, rd_kafka_topic_t *rkt, int32_t partit
  * records, so the batch bounds what planning holds in memory. */
 #define KG_PEEK_BATCH 64
 
-int kg_kafka_peek(kg_kafka_t *k, const char *const *topics, const int32_t *partitions, const int64_t *offsets, size_t n,
-                  kg_fingerprint_t *found) {
+int kg_kafka_peek(kg_kafka_t *k, kg_peek_t *peeks, size_t n) {
   int64_t deadline = kg_mono_ms() + k->metadata_timeout_ms;
   size_t unanswered = 0;
   for (size_t from = 0; from < n; from += KG_PEEK_BATCH) {
@@ -669,10 +672,10 @@ int kg_kafka_peek(kg_kafka_t *k, const char *const *topics, const int32_t *parti
     bool waiting[KG_PEEK_BATCH] = {0};
     size_t nwaiting = 0;
     for (size_t j = 0; j < m; j++) {
-      size_t i = from + j;
-      found[i].set = false;
-      rkts[j] = rd_kafka_topic_new(k->rk, topics[i], NULL);
-      if (rkts[j] && rd_kafka_consume_start_queue(rkts[j], partitions[i], offsets[i], q) == 0) {
+      kg_peek_t *peek = &peeks[from + j];
+      peek->found.set = false;
+      rkts[j] = rd_kafka_topic_new(k->rk, peek->topic, NULL);
+      if (rkts[j] && rd_kafka_consume_start_queue(rkts[j], peek->partition, peek->offset, q) == 0) {
         waiting[j] = true;
         nwaiting++;
       }
@@ -686,15 +689,15 @@ int kg_kafka_peek(kg_kafka_t *k, const char *const *topics, const int32_t *parti
         rd_kafka_message_t *msg = msgs[g];
         const char *topic = msg->rkt ? rd_kafka_topic_name(msg->rkt) : "";
         for (size_t j = 0; j < m; j++) {
-          size_t i = from + j;
-          if (!waiting[j] || partitions[i] != msg->partition || strcmp(topics[i], topic)) continue;
+          kg_peek_t *peek = &peeks[from + j];
+          if (!waiting[j] || peek->partition != msg->partition || strcmp(peek->topic, topic)) continue;
           /* The first answer decides: a record, or the end of the partition or an error (nothing to compare). */
           waiting[j] = false;
           nwaiting--;
           if (!msg->err) {
             rd_kafka_timestamp_type_t tstype;
-            found[i] = kg_fingerprint_of(msg->offset, rd_kafka_message_timestamp(msg, &tstype), msg->key, msg->key_len,
-                                         msg->payload, msg->len);
+            peek->found = kg_fingerprint_of(msg->offset, rd_kafka_message_timestamp(msg, &tstype), msg->key,
+                                            msg->key_len, msg->payload, msg->len);
           }
           break;
         }
@@ -704,7 +707,7 @@ int kg_kafka_peek(kg_kafka_t *k, const char *const *topics, const int32_t *parti
     unanswered += nwaiting;
     for (size_t j = 0; j < m; j++) {
       if (!rkts[j]) continue;
-      rd_kafka_consume_stop(rkts[j], partitions[from + j]);
+      rd_kafka_consume_stop(rkts[j], peeks[from + j].partition);
       rd_kafka_topic_destroy(rkts[j]);
     }
     rd_kafka_queue_destroy(q);

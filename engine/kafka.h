@@ -48,27 +48,41 @@ void kg_kafka_free_topics(kg_topic_meta_t *topics, size_t count);
 int kg_kafka_offsets(kg_kafka_t *kafka, const char *topic, int32_t partition, int64_t *earliest, int64_t *latest,
                      char *errbuf);
 
-/* The earliest and latest offsets of N partitions at once (two ListOffsets round trips per broker, not two
- * per partition). TOPICS[i]/PARTITIONS[i] in; EARLIEST[i]/LATEST[i] out, or ERRORS[i] (a static string,
- * NULL on success) for a partition the broker gave no offset for. Errors the cluster may recover from
- * (a leader moving, a topic just created, a broker not answering) are retried with a short backoff until
- * kafka.metadata.timeout.ms is used up; a partition still failing then with an error of its own (no leader) while
- * others were answered gets it in ERRORS; an error that remains for every partition, or one that cannot be
- * retried, fails the query with a message naming the partition, the error and the time spent. Unreachable brokers
- * fail it early, as kg_kafka_list_topics. */
-int kg_kafka_offsets_bulk(kg_kafka_t *kafka, const char *const *topics, const int32_t *partitions, size_t n,
-                          int64_t *earliest, int64_t *latest, const char **errors, char *errbuf);
+/* One partition of kg_kafka_offsets_bulk: which partition is asked, and what the brokers answered. */
+typedef struct {
+  const char *topic; /* in; not owned */
+  int32_t partition; /* in */
+  int64_t earliest;  /* out: the log's first offset */
+  int64_t latest;    /* out: the next offset to be written */
+  const char *error; /* out: why the broker gave no offset for it (a static string), NULL on success */
+} kg_partition_offsets_t;
+
+/* The earliest and latest offsets of the N partitions PARTS at once (two ListOffsets round trips per broker, not
+ * two per partition): each element's TOPIC and PARTITION in; its EARLIEST and LATEST out, or its ERROR for a
+ * partition the broker gave no offset for. Errors the cluster may recover from (a leader moving, a topic just
+ * created, a broker not answering) are retried with a short backoff until kafka.metadata.timeout.ms is used up; a
+ * partition still failing then with an error of its own (no leader) while others were answered gets it in ERROR; an
+ * error that remains for every partition, or one that cannot be retried, fails the query with a message naming the
+ * partition, the error and the time spent. Unreachable brokers fail it early, as kg_kafka_list_topics. */
+int kg_kafka_offsets_bulk(kg_kafka_t *kafka, kg_partition_offsets_t *parts, size_t n, char *errbuf);
 
 /* Kafka's offsets-for-times: the first offset of TOPIC:PARTITION whose record's timestamp is TIME_MS or later, as
  * *OFFSET; -1 when no record is that recent. */
 int kg_kafka_offset_for_time(kg_kafka_t *kafka, const char *topic, int32_t partition, int64_t time_ms, int64_t *offset,
                              char *errbuf);
 
-/* Reads back one record of each of N partitions: the first record at or after OFFSETS[i] of
- * TOPICS[i]:PARTITIONS[i], as FOUND[i] (not set when the partition answered with its end, an error, or not at all
- * within the metadata timeout, which is logged). The fetchers of a batch of partitions run at once. */
-int kg_kafka_peek(kg_kafka_t *kafka, const char *const *topics, const int32_t *partitions, const int64_t *offsets,
-                  size_t n, kg_fingerprint_t *found);
+/* One partition of kg_kafka_peek: where to read, and the record found there. */
+typedef struct {
+  const char *topic;      /* in; not owned */
+  int32_t partition;      /* in */
+  int64_t offset;         /* in: the record is the first at or after it */
+  kg_fingerprint_t found; /* out: not set when the partition answered with its end, an error, or not at all */
+} kg_peek_t;
+
+/* Reads back one record of each of the N partitions PEEKS: the first record at or after each one's OFFSET, as its
+ * FOUND (not set when the partition answered with its end, an error, or not at all within the metadata timeout,
+ * which is logged). The fetchers of a batch of partitions run at once. */
+int kg_kafka_peek(kg_kafka_t *kafka, kg_peek_t *peeks, size_t n);
 
 /* Fetching one partition at a time: start at OFFSET, then take batches of record views until the range
  * is done. Views stay valid until the next kg_kafka_fetch or kg_kafka_fetch_stop. */

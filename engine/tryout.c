@@ -30,6 +30,7 @@
 #include "partition.h"
 #include "registry.h"
 #include "task.h"
+#include "topics.h"
 #include "workunit.h"
 
 /* kg_codec_t's names, as writer.codec.type spells them. */

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "packer.h"
 #include "state.h"
+#include "topics.h"
 #include "workunit.h"
 
 static double now_s(void) {

@@ -1,7 +1,8 @@
 /* test_offsets.c: every offset decision of docs/behaviour.md, section 2, and topic selection. */
 #include "test.h"
 #include "fingerprint.h"
-#include "workunit.h"
+#include "offsets.h"
+#include "topics.h"
 
 #define DECIDE(boot, reset, move, has, stored, e, l) kg_offset_decide(boot, reset, move, has, stored, e, l)
 

@@ -507,7 +507,7 @@ static void test_limits(void) {
 
 /* The Avro writer's properties: the format the builder implies, the codec and its level, the schema given as
  * text or as a file, kept byte for byte, and checked by avro-c with an error naming the property and the
- * reason. Text output refuses a codec and a schema. */
+ * reason. */
 static void test_avro_config(void) {
   char err[KG_ERRLEN] = "";
   kg_config_t *c = NULL;
@@ -591,8 +591,13 @@ static void test_avro_config(void) {
                         &c, err),
             KG_EINVAL);
   CHECK_CONTAINS(err, "job.pull:4: properties writer.avro.schema and writer.avro.schema.file are both set");
+  kg_config_destroy(c);
+}
 
-  /* Codecs: Avro's three; text output is uncompressed, and takes no schema. */
+/* The codecs: Avro's three; text output is uncompressed, or gzip or zstd, and takes no schema. */
+static void test_codec_config(void) {
+  char err[KG_ERRLEN] = "";
+  kg_config_t *c = NULL;
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema=\"bytes\"\n"
                         "writer.codec.type=bzip2\n",
                         &c, err),
@@ -637,7 +642,22 @@ static void test_avro_config(void) {
   CHECK_STR(err,
             "job.pull:3: writer.avro.schema is read by the Avro writer, and by the CSV writer for its columns, and "
             "writer.output.format is json");
-  /* csv: the columns given (trimmed) or a record schema's fields; the settings; what is refused. */
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.typ=null\n", &c, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "did you mean writer.codec.type?");
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=NULL\n", &c, err), KG_OK);
+  if (c) {
+    CHECK_STR(c->output_format, "txt");
+    CHECK_INT(kg_writer_settings(c)->codec, KG_CODEC_NULL);
+    CHECK(kg_avro_file_options(c)->schema == NULL);
+  }
+  kg_config_destroy(c);
+}
+
+/* The CSV writer's properties: the columns given (trimmed) or a record schema's fields; the settings; what is
+ * refused. */
+static void test_csv_config(void) {
+  char err[KG_ERRLEN] = "";
+  kg_config_t *c = NULL;
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=csv\nwriter.csv.columns= id, name ,ts\n"
                         "writer.csv.header=true\nwriter.csv.delimiter=\\t\nwriter.csv.line.end=CRLF\n"
                         "writer.codec.type=gzip\n",
@@ -709,15 +729,6 @@ static void test_avro_config(void) {
     kg_config_destroy(c);
     c = NULL;
   }
-  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.typ=null\n", &c, err), KG_EINVAL);
-  CHECK_CONTAINS(err, "did you mean writer.codec.type?");
-  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.codec.type=NULL\n", &c, err), KG_OK);
-  if (c) {
-    CHECK_STR(c->output_format, "txt");
-    CHECK_INT(kg_writer_settings(c)->codec, KG_CODEC_NULL);
-    CHECK(kg_avro_file_options(c)->schema == NULL);
-  }
-  kg_config_destroy(c);
 }
 
 /* Which Avro framing a job reads: configured by kafka.deserializer.type or source.class, with a registry whose
@@ -1007,6 +1018,8 @@ int main(void) {
   test_typos();
   test_unknown_keys();
   test_avro_config();
+  test_codec_config();
+  test_csv_config();
   test_avro_framing();
   test_consumer_keys();
   test_limits();

@@ -297,24 +297,19 @@ static void proxy_do(const char *url, const char *query) {
   CHECK_INT(system(cmd), 0);
 }
 
-/* A registry that stumbles: what each way costs and ends in. Every fault is on one schema id that the registry
- * knows; the client must get its schema once the registry can give it, and fail the lookup (never take it for an
- * unknown id) when it cannot within the retry timeout. */
-static void test_stumbling(void) {
-  char err[KG_ERRLEN] = "", proxy[128], url[512], topic[64], id_text[64], q[256];
-  pid_t pid = proxy_start(proxy, sizeof proxy);
-  CHECK(pid > 0);
-  if (pid <= 0) return;
-  snprintf(url, sizeof url, "%s/apis/ccompat/v7", proxy);
-  snprintf(topic, sizeof topic, "stumble_%s", run_id);
-  char direct[512];
-  snprintf(direct, sizeof direct, "%s/apis/ccompat/v7", base_url);
-  register_schema("confluent", direct, topic, id_text, sizeof id_text);
+/* The bench of test_stumbling: a fault proxy in front of the registry, and one schema id the registry knows. */
+typedef struct {
+  char proxy[128];  /* the proxy's URL */
+  char url[512];    /* the registry's API through the proxy */
+  char id_text[64]; /* the schema id, and as the client reads it */
   uint8_t id[4];
-  be32((uint32_t)atoi(id_text), id);
-  char path[128];
-  snprintf(path, sizeof path, "/schemas/ids/%s", id_text);
-  kg_registry_options_t o = options(url, KG_REGISTRY_CONFLUENT);
+  char path[128]; /* the lookup's path, which the faults match */
+} stumble_t;
+
+/* Faults the registry recovers from: the client gets the schema, waiting what it is asked. */
+static void stumble_recovered(const stumble_t *s) {
+  char err[KG_ERRLEN] = "", q[256];
+  kg_registry_options_t o = options(s->url, KG_REGISTRY_CONFLUENT);
   o.expire_ms = 0;        /* every lookup asks */
   o.retry_pause_ms = 200; /* pauses of 0.2, 0.4 s..., so that Retry-After shows */
   o.retry_timeout_ms = 60000;
@@ -324,37 +319,37 @@ static void test_stumbling(void) {
   char *schema = NULL;
 
   /* Rate limited once with Retry-After: 2: the client waits what it is asked, not its own pause. */
-  snprintf(q, sizeof q, "fault?match=%s&status=429&retry_after=2&times=1", path);
-  proxy_do(proxy, q);
+  snprintf(q, sizeof q, "fault?match=%s&status=429&retry_after=2&times=1", s->path);
+  proxy_do(s->proxy, q);
   int64_t t0 = now_ms();
-  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_OK);
+  CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_OK);
   CHECK(now_ms() - t0 >= 1900);
   CHECK_STR(schema, schema_text);
   free(schema);
   CHECK_INT(kg_registry_requests(r), 2);
 
   /* Retry-After as an HTTP date, on a 503. */
-  snprintf(q, sizeof q, "fault?match=%s&status=503&retry_after_date=2&times=1", path);
-  proxy_do(proxy, q);
+  snprintf(q, sizeof q, "fault?match=%s&status=503&retry_after_date=2&times=1", s->path);
+  proxy_do(s->proxy, q);
   t0 = now_ms();
-  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_OK);
+  CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_OK);
   CHECK(now_ms() - t0 >= 900); /* the date has whole seconds: at least 1 of the 2 */
   free(schema);
   CHECK_INT(kg_registry_requests(r), 4);
 
   /* 408 and 500 in a row, then the answer. */
-  snprintf(q, sizeof q, "fault?match=%s&status=408&times=1", path);
-  proxy_do(proxy, q);
-  snprintf(q, sizeof q, "fault?match=%s&status=500&times=1", path);
-  proxy_do(proxy, q);
-  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_OK);
+  snprintf(q, sizeof q, "fault?match=%s&status=408&times=1", s->path);
+  proxy_do(s->proxy, q);
+  snprintf(q, sizeof q, "fault?match=%s&status=500&times=1", s->path);
+  proxy_do(s->proxy, q);
+  CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_OK);
   free(schema);
   CHECK_INT(kg_registry_requests(r), 7);
 
   /* A restart that lost its store, then caught up: 404 twice for an id it knows. */
-  snprintf(q, sizeof q, "fault?match=%s&forget=1&times=2", path);
-  proxy_do(proxy, q);
-  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_OK);
+  snprintf(q, sizeof q, "fault?match=%s&forget=1&times=2", s->path);
+  proxy_do(s->proxy, q);
+  CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_OK);
   CHECK_STR(schema, schema_text);
   free(schema);
   CHECK_INT(kg_registry_requests(r), 10);
@@ -363,87 +358,123 @@ static void test_stumbling(void) {
   kg_registry_destroy(r);
   o.request_timeout_ms = 500;
   CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
-  snprintf(q, sizeof q, "fault?match=%s&hang=3&times=1", path);
-  proxy_do(proxy, q);
-  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_OK);
+  snprintf(q, sizeof q, "fault?match=%s&hang=3&times=1", s->path);
+  proxy_do(s->proxy, q);
+  CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_OK);
   free(schema);
   CHECK_INT(kg_registry_requests(r), 2);
+  kg_registry_destroy(r);
+}
 
-  /* Refused (401, 403): asked once more, then an error that says so, long before the retry timeout; never taken
-   * for an unknown id, and not kept. */
+/* Refused (401, 403): asked once more, then an error that says so, long before the retry timeout; never taken for
+ * an unknown id, and not kept. */
+static void stumble_refused(const stumble_t *s) {
+  char err[KG_ERRLEN] = "", q[256];
+  char *schema = NULL;
   for (int status = 401; status <= 403; status += 2) {
-    kg_registry_destroy(r);
-    o = options(url, KG_REGISTRY_CONFLUENT);
+    kg_registry_options_t o = options(s->url, KG_REGISTRY_CONFLUENT);
     o.retry_timeout_ms = 60000;
     o.retry_pause_ms = 200;
+    kg_registry_t *r = NULL;
     CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
-    proxy_do(proxy, "clear");
-    snprintf(q, sizeof q, "fault?match=%s&status=%d", path, status);
-    proxy_do(proxy, q);
-    t0 = now_ms();
-    CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_EREGISTRY);
+    proxy_do(s->proxy, "clear");
+    snprintf(q, sizeof q, "fault?match=%s&status=%d", s->path, status);
+    proxy_do(s->proxy, q);
+    int64_t t0 = now_ms();
+    CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_EREGISTRY);
     CHECK(now_ms() - t0 < 30000);
     char want[1024];
-    snprintf(want, sizeof want, "authentication refused by schema registry %s%s: HTTP %d (%s)", url, path, status,
+    snprintf(want, sizeof want, "authentication refused by schema registry %s%s: HTTP %d (%s)", s->url, s->path, status,
              status == 401 ? "unauthorized" : "forbidden");
     CHECK_CONTAINS(err, want);
     CHECK_CONTAINS(err, "2 attempts");
     CHECK_INT(kg_registry_requests(r), 2);
-    proxy_do(proxy, "clear");
-    CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_OK);
+    proxy_do(s->proxy, "clear");
+    CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_OK);
     free(schema);
+    kg_registry_destroy(r);
   }
+}
 
+/* Faults that do not pass: rate limited for good, a Retry-After past the bound, a status never answered. */
+static void stumble_failed(const stumble_t *s) {
+  char err[KG_ERRLEN] = "", q[256];
+  char *schema = NULL;
   /* Rate limited for good: the lookup fails at the retry timeout, naming the URL, the status and the id. */
-  kg_registry_destroy(r);
-  o = options(url, KG_REGISTRY_CONFLUENT);
+  kg_registry_options_t o = options(s->url, KG_REGISTRY_CONFLUENT);
   o.retry_timeout_ms = 2500;
   o.retry_pause_ms = 200;
+  kg_registry_t *r = NULL;
   CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
-  snprintf(q, sizeof q, "fault?match=%s&status=429", path);
-  proxy_do(proxy, q);
-  t0 = now_ms();
-  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_EREGISTRY);
+  snprintf(q, sizeof q, "fault?match=%s&status=429", s->path);
+  proxy_do(s->proxy, q);
+  int64_t t0 = now_ms();
+  CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_EREGISTRY);
   int64_t took = now_ms() - t0;
   CHECK(took >= 1000 && took < 10000);
   char want[1024];
-  snprintf(want, sizeof want, "schema registry %s%s did not answer schema id %s: ", url, path, id_text);
+  snprintf(want, sizeof want, "schema registry %s%s did not answer schema id %s: ", s->url, s->path, s->id_text);
   CHECK_CONTAINS(err, want);
   CHECK_CONTAINS(err, "(kafka.schema.registry.retry.timeout.ms=2500); the last got: HTTP 429 (too many requests)");
   /* Retry-After past the bound: no use waiting for it. */
-  proxy_do(proxy, "clear");
-  snprintf(q, sizeof q, "fault?match=%s&status=429&retry_after=3600", path);
-  proxy_do(proxy, q);
+  proxy_do(s->proxy, "clear");
+  snprintf(q, sizeof q, "fault?match=%s&status=429&retry_after=3600", s->path);
+  proxy_do(s->proxy, q);
   int64_t before = kg_registry_requests(r);
   t0 = now_ms();
-  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_EREGISTRY);
+  CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_EREGISTRY);
   CHECK(now_ms() - t0 < 2000);
   CHECK_INT(kg_registry_requests(r) - before, 1);
   CHECK_CONTAINS(err, "(it asked for 3600 s more, past the bound)");
   CHECK_CONTAINS(err, "Retry-After 3600 s");
 
   /* Another status is a request the registry will never answer: at once. */
-  proxy_do(proxy, "clear");
-  snprintf(q, sizeof q, "fault?match=%s&status=400", path);
-  proxy_do(proxy, q);
+  proxy_do(s->proxy, "clear");
+  snprintf(q, sizeof q, "fault?match=%s&status=400", s->path);
+  proxy_do(s->proxy, q);
   before = kg_registry_requests(r);
-  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_EREGISTRY);
+  CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_EREGISTRY);
   CHECK_INT(kg_registry_requests(r) - before, 1);
   CHECK_CONTAINS(err, "answered HTTP 400");
   kg_registry_destroy(r);
+}
 
-  /* The URL's user information never reaches a message. */
-  proxy_do(proxy, "clear");
-  snprintf(q, sizeof q, "fault?match=%s&status=401", path);
-  proxy_do(proxy, q);
-  snprintf(url, sizeof url, "http://kingest:s3cr3t@%s/apis/ccompat/v7", proxy + strlen("http://"));
-  o = options(url, KG_REGISTRY_CONFLUENT);
+/* The URL's user information never reaches a message. */
+static void stumble_secret_hidden(const stumble_t *s) {
+  char err[KG_ERRLEN] = "", q[256], url[512];
+  char *schema = NULL;
+  proxy_do(s->proxy, "clear");
+  snprintf(q, sizeof q, "fault?match=%s&status=401", s->path);
+  proxy_do(s->proxy, q);
+  snprintf(url, sizeof url, "http://kingest:s3cr3t@%s/apis/ccompat/v7", s->proxy + strlen("http://"));
+  kg_registry_options_t o = options(url, KG_REGISTRY_CONFLUENT);
+  kg_registry_t *r = NULL;
   CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
-  CHECK_INT(kg_registry_schema_by_id(r, id, 4, &schema, err), KG_EREGISTRY);
+  CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_EREGISTRY);
   CHECK_CONTAINS(err, "authentication refused by schema registry http://***@127.0.0.1:");
   CHECK(!strstr(err, "s3cr3t"));
   kg_registry_destroy(r);
+}
 
+/* A registry that stumbles: what each way costs and ends in. Every fault is on one schema id that the registry
+ * knows; the client must get its schema once the registry can give it, and fail the lookup (never take it for an
+ * unknown id) when it cannot within the retry timeout. */
+static void test_stumbling(void) {
+  stumble_t s = {0};
+  pid_t pid = proxy_start(s.proxy, sizeof s.proxy);
+  CHECK(pid > 0);
+  if (pid <= 0) return;
+  snprintf(s.url, sizeof s.url, "%s/apis/ccompat/v7", s.proxy);
+  char topic[64], direct[512];
+  snprintf(topic, sizeof topic, "stumble_%s", run_id);
+  snprintf(direct, sizeof direct, "%s/apis/ccompat/v7", base_url);
+  register_schema("confluent", direct, topic, s.id_text, sizeof s.id_text);
+  be32((uint32_t)atoi(s.id_text), s.id);
+  snprintf(s.path, sizeof s.path, "/schemas/ids/%s", s.id_text);
+  stumble_recovered(&s);
+  stumble_refused(&s);
+  stumble_failed(&s);
+  stumble_secret_hidden(&s);
   kill(pid, SIGTERM);
   waitpid(pid, NULL, 0);
 }

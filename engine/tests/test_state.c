@@ -161,18 +161,10 @@ static void test_not_a_state(const char *dir) {
   free(store);
 }
 
-int main(void) {
-  char tmpl[] = "/tmp/kg-state-XXXXXX";
-  char *dir = mkdtemp(tmpl);
+/* Commits on the state S, with files in DIR: in full through the journal, rolled forward by recovery, without
+ * statistics, aborted, and with a journal whose files are gone. */
+static void test_commits(kg_state_t *s, const char *dir) {
   char err[KG_ERRLEN];
-  kg_state_t *s = NULL;
-  CHECK_INT(kg_state_open(dir, "missing", false, &s, err), KG_ENOTFOUND);
-  CHECK_CONTAINS(err, "missing");
-  char *store = kg_xasprintf("%s/store", dir);
-  test_migration(dir);
-  test_not_a_state(dir);
-  CHECK_INT(kg_state_open(store, "job1", true, &s, err), KG_OK);
-
   /* A full commit: journal, move, finish. */
   char *src = kg_xasprintf("%s/out.txt", dir), *dst = kg_xasprintf("%s/final/t/out.txt", dir);
   touch(src);
@@ -242,7 +234,13 @@ int main(void) {
   CHECK_INT(kg_commit_recover(s, local_publish(), err), KG_EIO);
   CHECK_CONTAINS(err, "job_4");
   CHECK_INT(kg_state_commit_abort(s, "job_4", err), KG_OK);
+  free(src);
+  free(dst);
+}
 
+/* The runs' history on the state S: counts, and runs left RUNNING by a dead process. */
+static void test_history(kg_state_t *s) {
+  char err[KG_ERRLEN];
   CHECK_INT(kg_state_run_begin(s, "job_5", 1000, err), KG_OK);
   kg_run_counts_t counts = {.read = 9, .written = 7, .bytes = 70, .skipped = 1, .quarantined = 1};
   CHECK_INT(kg_state_run_end(s, "job_5", 2000, &counts, "SUCCESSFUL", NULL, err), KG_OK);
@@ -281,8 +279,13 @@ int main(void) {
   CHECK_CONTAINS(history, "job_5                                                 9          7           70          1 "
                           "          1          0          0  SUCCESSFUL  1000 ms\n");
   free(history);
+}
 
-  /* The last run that ended and the last that succeeded, leaving out the current one. */
+/* The last run that ended and the last that succeeded, leaving out the current one, on the state S (after
+ * test_history), which it closes; a job of STORE that never ran has neither. */
+static void test_last_runs(kg_state_t *s, const char *store) {
+  char err[KG_ERRLEN];
+  kg_run_counts_t counts = {.read = 9, .written = 7, .bytes = 70, .skipped = 1, .quarantined = 1};
   int64_t last_run = -1, last_success = -1;
   CHECK_INT(kg_state_last_runs(s, "job_7", false, &last_run, &last_success, err), KG_OK);
   CHECK_INT(last_run, 2000);
@@ -305,9 +308,22 @@ int main(void) {
   CHECK_INT(last_run, 0);
   CHECK_INT(last_success, 0);
   kg_state_close(s);
+}
 
-  free(src);
-  free(dst);
+int main(void) {
+  char tmpl[] = "/tmp/kg-state-XXXXXX";
+  char *dir = mkdtemp(tmpl);
+  char err[KG_ERRLEN];
+  kg_state_t *s = NULL;
+  CHECK_INT(kg_state_open(dir, "missing", false, &s, err), KG_ENOTFOUND);
+  CHECK_CONTAINS(err, "missing");
+  char *store = kg_xasprintf("%s/store", dir);
+  test_migration(dir);
+  test_not_a_state(dir);
+  CHECK_INT(kg_state_open(store, "job1", true, &s, err), KG_OK);
+  test_commits(s, dir);
+  test_history(s);
+  test_last_runs(s, store);
   free(store);
   kg_fs_remove_tree(kg_fs_local(), dir, NULL);
   TEST_MAIN_END();
