@@ -293,9 +293,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[KG_ERRLEN];
   kg_writer_t *w = NULL;
   unlink(writer_path);
-  kg_simple_options_t simple = {
+  kg_simple_options_t simple_options = {
       .delimiter = (flags & 4) ? "" : "\n", .delimiter_len = (flags & 4) ? 0 : 1, .prepend_size = (flags & 8) != 0};
-  kg_writer_options_t options = {.backend = &simple};
+  kg_writer_options_t options = {.backend = &simple_options};
   if (kg_writer_open(kg_fs_local(), &kg_writer_simple, writer_path, &options, &w, err)) abort();
   kg_sink_t sink = {emit, w, NULL};
   kg_batch_t batch = {.records = records, .count = n, .next = 0, .sink = &sink, .output_schema = -1, .time = -1};
