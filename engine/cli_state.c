@@ -9,7 +9,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "json.h"
-#include "kafka.h"
+#include "kafka_source.h"
 #include "log.h"
 #include "parse.h"
 

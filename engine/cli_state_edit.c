@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "kafka.h"
+#include "kafka_source.h"
 #include "log.h"
 #include "parse.h"
 #include "topics.h"

@@ -10,10 +10,10 @@
  * the Hadoop launcher) has its own entry here. */
 #include "config.h"
 #include "fs.h"
-#include "kafka.h"
+#include "kafka_source.h"
 #include "mapreduce.h"
 #include "partition.h"
-#include "registry.h"
+#include "avro_registry.h"
 #include "report.h"
 #include "writer.h"
 

@@ -5,8 +5,8 @@
  * and the Lua side checks it at once. Nothing here calls back into Lua. */
 #include "kg_ffi.h"
 
-#include "kg_avro.h"
-#include "kafka.h"
+#include "avro_codec.h"
+#include "kafka_source.h"
 #include "log.h"
 #include "lua_bridge.h"
 #include "kg_common.h"

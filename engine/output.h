@@ -31,7 +31,7 @@ void kg_outputs_use_schema(kg_outputs_t *outputs, const char *schema, size_t sch
  * every further call fails with it (kg_outputs_error says what it was). KG_ERECORD when the writer refused this
  * output (it does not fit the format): the record is to fail (kg_outputs_refused says why), the outputs go on. */
 int kg_outputs_emit(void *ctx, const kg_record_t *record, double time, const char *data, size_t len);
-/* The same for an Avro datum of the output's schema that the engine has checked (kg_avro.h): the writer does not
+/* The same for an Avro datum of the output's schema that the engine has checked (avro_codec.h): the writer does not
  * check it again. */
 int kg_outputs_emit_datum(void *ctx, const kg_record_t *record, double time, const char *data, size_t len);
 /* A new batch of record views begins: views are reused, so a record is known by its view within one batch only. */

@@ -8,8 +8,8 @@
 
 #include "buf.h"
 #include "estimator.h"
-#include "fingerprint.h"
-#include "kafka.h"
+#include "kafka_fingerprint.h"
+#include "kafka_source.h"
 #include "log.h"
 #include "topics.h"
 

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "fingerprint.h"
+#include "kafka_fingerprint.h"
 #include "kg_common.h"
 
 typedef struct kg_state kg_state_t;

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "fault.h"
-#include "kg_avro.h"
-#include "kafka.h"
+#include "avro_codec.h"
+#include "kafka_source.h"
 #include "limit.h"
 #include "log.h"
 #include "lua_bridge.h"
@@ -37,7 +37,7 @@ struct kg_task_run {
   int64_t failed_convert; /* records whose converter failed */
   int64_t range_total;    /* the most records the task can read: the sum of its ranges (or its count limit) */
   int log_limit;          /* failed records logged per partition */
-  /* Avro (kg_avro.h): the schemas the task met, the reader of framed payloads (NULL when the job reads raw bytes),
+  /* Avro (avro_codec.h): the schemas the task met, the reader of framed payloads (NULL when the job reads raw bytes),
    * the output's schema (writer.avro.schema, or -1 for each topic's latest) and, for the topic being pulled, its
    * latest schema and the output's (-1 when the output is not Avro). */
   kg_avro_schemas_t *schemas;

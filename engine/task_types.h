@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "fingerprint.h"
+#include "kafka_fingerprint.h"
 #include "fs.h"
 #include "metrics.h"
 #include "workunit.h"

@@ -21,8 +21,8 @@
 #include <zlib.h>
 
 #include "buf.h"
-#include "kg_avro.h"
-#include "registry.h"
+#include "avro_codec.h"
+#include "avro_registry.h"
 #include "writer.h"
 
 typedef struct {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "kg_avro.h"
+#include "avro_codec.h"
 #include "log.h"
 #include "props.h"
 #include "test.h"

@@ -1,12 +1,11 @@
-/* test_kafka.c: the Kafka source's batch taker (kafka.c's take, through kg_kafka_take) and the fetcher restart of
- * kg_kafka_fetch, on librdkafka's mock cluster (rdkafka_mock.h: brokers inside this process, no broker of ours).
- * The edges of take: a queue holding only the barrier ops of a (re)start (not waited on), an empty queue waited on,
- * records that arrive during the wait (all of them taken, not only the first), records already queued (taken at once,
- * not after a wait for a full batch), a restart while the records of the fetch before it are still queued (none of
- * those taken, none lost), a partition at its end, a queue that several partitions feed.
- * Then kg_kafka_fetch with a prefetch queue of one record, so that its fetcher is restarted every time the queue runs
- * dry, with and without fetches in flight at the restarts. Every check is on counts and offsets (every record once,
- * in order), none on a time. */
+/* test_kafka.c: the Kafka source's batch taker (kafka_source.c's take, through kg_kafka_take) and the fetcher restart
+ * of kg_kafka_fetch, on librdkafka's mock cluster (rdkafka_mock.h: brokers inside this process, no broker of ours). The
+ * edges of take: a queue holding only the barrier ops of a (re)start (not waited on), an empty queue waited on, records
+ * that arrive during the wait (all of them taken, not only the first), records already queued (taken at once, not after
+ * a wait for a full batch), a restart while the records of the fetch before it are still queued (none of those taken,
+ * none lost), a partition at its end, a queue that several partitions feed. Then kg_kafka_fetch with a prefetch queue
+ * of one record, so that its fetcher is restarted every time the queue runs dry, with and without fetches in flight at
+ * the restarts. Every check is on counts and offsets (every record once, in order), none on a time. */
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <pthread.h>
@@ -15,7 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "kafka.h"
+#include "kafka_source.h"
 #include "log.h"
 #include "test.h"
 
@@ -103,7 +102,8 @@ static void produce(const char *topic, int32_t partition, int from, int n, bool 
   CHECK_INT(rd_kafka_flush(rk, KG_TEST_PATIENCE_MS), RD_KAFKA_RESP_ERR_NO_ERROR);
 }
 
-/* A simple consumer of the cluster, as the engine's (kafka.c) but made here; with EOF, partition ends are events. */
+/* A simple consumer of the cluster, as the engine's (kafka_source.c) but made here; with EOF, partition ends are
+ * events. */
 static rd_kafka_t *consumer_new(bool eof) {
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   set(conf, "bootstrap.servers", bootstraps);

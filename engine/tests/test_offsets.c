@@ -1,6 +1,6 @@
 /* test_offsets.c: every offset decision of docs/behaviour.md, section 2, and topic selection. */
 #include "test.h"
-#include "fingerprint.h"
+#include "kafka_fingerprint.h"
 #include "offsets.h"
 #include "topics.h"
 

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "kafka.h"
+#include "kafka_source.h"
 #include "log.h"
-#include "registry.h"
+#include "avro_registry.h"
 #include "report.h"
 #include "writer.h"
 #include "props.h"

@@ -17,7 +17,7 @@
 #include "config.h"
 #include "log.h"
 #include "props.h"
-#include "registry.h"
+#include "avro_registry.h"
 #include "test.h"
 
 static char base_url[256];

@@ -1,4 +1,4 @@
-/* kafka.c: the Kafka source on librdkafka's simple (partition-assigned) consumer.
+/* kafka_source.c: the Kafka source on librdkafka's simple (partition-assigned) consumer.
  *
  * kingest tracks offsets itself, so no consumer group is joined and nothing is committed to Kafka. A task
  * pulls its partitions one after the other: consume_start at the low watermark, consume_batch until the
@@ -15,7 +15,7 @@
  * restart, every restart follows progress, however far or slow the broker (a proxy, a quota, a broker-side fetch
  * wait with fetch.min.bytes and fetch.wait.max.ms). A fetch in flight all the same can stop the fetcher again
  * just after a restart (see kg_kafka_fetch): the fetcher then gets one more restart, and only one. */
-#include "kafka.h"
+#include "kafka_source.h"
 
 #include <ctype.h>
 #include <librdkafka/rdkafka.h>

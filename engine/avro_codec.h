@@ -1,4 +1,4 @@
-/* kg_avro.h: Avro records from Kafka (docs/behaviour.md, section 12): a schema compiled for checking datums, the
+/* avro_codec.h: Avro records from Kafka (docs/behaviour.md, section 12): a schema compiled for checking datums, the
  * schemas a task has met, and the framing of registry-encoded payloads.
  *
  * A payload framed for a schema registry is a magic byte 0, the schema's id (Confluent's: 4 bytes, a big-endian
@@ -7,14 +7,14 @@
  *
  * A task keeps the schemas it meets in a kg_avro_schemas_t: each gets a small index, equal schemas (the same
  * Parsing Canonical Form) share one, and the script reaches their text through that index (kg_ffi.h). */
-#ifndef KG_AVRO_H
-#define KG_AVRO_H
+#ifndef KG_AVRO_CODEC_H
+#define KG_AVRO_CODEC_H
 
 #include <avro.h>
 
 #include "config.h"
 #include "kg_common.h"
-#include "registry.h"
+#include "avro_registry.h"
 
 /* A schema compiled for kg_avro_datum_end: a flat array of nodes, walked without avro-c's lookups. */
 typedef struct kg_avro_shape kg_avro_shape_t;

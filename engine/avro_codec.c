@@ -1,5 +1,5 @@
-/* kg_avro.c: Avro records from Kafka (kg_avro.h). */
-#include "kg_avro.h"
+/* avro_codec.c: Avro records from Kafka (avro_codec.h). */
+#include "avro_codec.h"
 
 #include <stdarg.h>
 #include <stdio.h>

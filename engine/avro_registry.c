@@ -1,11 +1,11 @@
-/* registry.c: the schema registry client (registry.h): requests over the engine's HTTP client (http.h), with the
- * registry's own rules for trying again, and a cache of answers.
+/* avro_registry.c: the schema registry client (avro_registry.h): requests over the engine's HTTP client (http.h), with
+ * the registry's own rules for trying again, and a cache of answers.
  *
  * The cache is a hash table of entries that are also on a list in the order they were written: the oldest is
  * at the head, so both expiry (every entry older than the limit is at the front) and eviction past the
  * maximum size (the head goes) look at the head only. A key is a byte string: 'i' and the id's bytes for a
  * schema by id, 't' and the topic's name for a topic's latest schema. */
-#include "registry.h"
+#include "avro_registry.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -238,7 +238,7 @@ static void describe(const kg_http_response_t *resp, char *last, size_t last_siz
   snprintf(last, last_size, "HTTP %ld%s%s%s%s", s, meaning, after, text[0] ? ": " : "", text);
 }
 
-/* The registry's rules for trying again (registry.h), as the HTTP client's judge of each attempt. */
+/* The registry's rules for trying again (avro_registry.h), as the HTTP client's judge of each attempt. */
 typedef struct {
   bool retry_unknown; /* a 404 is an outage */
   int refusals;       /* 401 and 403 so far */
@@ -257,7 +257,7 @@ static kg_http_verdict_t judge(void *arg, const kg_http_response_t *resp) {
 }
 
 /* GETs URL (WHAT names what it is asked for, SHOWN is URL as messages show it), trying again while the registry
- * cannot answer (registry.h), and also while it does not know the key when RETRY_UNKNOWN. Returns KG_OK with the
+ * cannot answer (avro_registry.h), and also while it does not know the key when RETRY_UNKNOWN. Returns KG_OK with the
  * answer in BODY; KG_ENOTFOUND with ERRBUF saying so when the registry does not know the key (and not
  * RETRY_UNKNOWN); else KG_EREGISTRY with ERRBUF naming the URL, what the last attempt got and the attempts made. */
 static int http_get(kg_registry_t *r, const char *url, const char *shown, const char *what, bool retry_unknown,

@@ -1,4 +1,4 @@
-/* registry.h: a schema registry client, the way Gobblin's Kafka Avro decoders reach theirs: schemas by the id a
+/* avro_registry.h: a schema registry client, the way Gobblin's Kafka Avro decoders reach theirs: schemas by the id a
  * record carries, and a topic's latest schema, over HTTP, with a cache.
  *
  * Two APIs (kafka.schema.registry.class): Confluent's (a 4-byte id; GET <url>/schemas/ids/<id> and
@@ -21,8 +21,8 @@
  *
  * A client may be shared by threads: calls are serialised by a mutex (tasks each make their own, so they do
  * not wait on each other). */
-#ifndef KG_REGISTRY_H
-#define KG_REGISTRY_H
+#ifndef KG_AVRO_REGISTRY_H
+#define KG_AVRO_REGISTRY_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,10 +34,10 @@ typedef struct kg_registry kg_registry_t;
 
 typedef enum { KG_REGISTRY_CONFLUENT = 0, KG_REGISTRY_LINKEDIN } kg_registry_kind_t;
 typedef enum { KG_DESERIALIZER_BYTE_ARRAY = 0, KG_DESERIALIZER_CONFLUENT_AVRO } kg_deserializer_t;
-/* How a record's payload is framed: raw bytes, or an Avro datum after a magic byte and a schema id (kg_avro.h). */
+/* How a record's payload is framed: raw bytes, or an Avro datum after a magic byte and a schema id (avro_codec.h). */
 typedef enum { KG_FRAMING_NONE = 0, KG_FRAMING_CONFLUENT, KG_FRAMING_LINKEDIN } kg_framing_t;
 
-/* The job's registry settings: its section's rows (registry.c), kafka.schema.registry.* and the two that say which
+/* The job's registry settings: its section's rows (avro_registry.c), kafka.schema.registry.* and the two that say which
  * framing the records have, kafka.deserializer.type and source.class, checked against the registry's. */
 typedef struct {
   char *url;                      /* kafka.schema.registry.url, "" when not given */

@@ -1,5 +1,5 @@
-/* fingerprint.c: record fingerprints (see fingerprint.h). */
-#include "fingerprint.h"
+/* kafka_fingerprint.c: record fingerprints (see kafka_fingerprint.h). */
+#include "kafka_fingerprint.h"
 
 #define FNV_OFFSET 14695981039346656037ULL
 #define FNV_PRIME  1099511628211ULL

@@ -1,16 +1,16 @@
-/* kafka.h: the Kafka source: topic discovery, partition offsets, and a per-partition record fetcher. */
-#ifndef KG_KAFKA_H
-#define KG_KAFKA_H
+/* kafka_source.h: the Kafka source: topic discovery, partition offsets, and a per-partition record fetcher. */
+#ifndef KG_KAFKA_SOURCE_H
+#define KG_KAFKA_SOURCE_H
 
 #include <sys/types.h>
 
 #include "config.h"
-#include "fingerprint.h"
+#include "kafka_fingerprint.h"
 #include "kg_ffi.h"
 
 typedef struct kg_kafka kg_kafka_t;
 
-/* The Kafka source's options: its section's rows (kafka.c), read with the job's. The passthrough keys
+/* The Kafka source's options: its section's rows (kafka_source.c), read with the job's. The passthrough keys
  * (kafka.consumer.<name>) are read from the job's properties by kg_kafka_new. */
 typedef struct {
   char *brokers;               /* kafka.brokers: [protocol://]host[:port] entries, comma-separated */
@@ -99,7 +99,7 @@ void kg_kafka_fetch_stop(kg_kafka_t *kafka);
 int kg_kafka_record_header(const kg_record_t *record, int32_t index, const char **name, const char **value,
                            size_t *value_len);
 
-/* The batch taker under kg_kafka_fetch and kg_kafka_peek (kafka.c's take), reachable for its own test
+/* The batch taker under kg_kafka_fetch and kg_kafka_peek (kafka_source.c's take), reachable for its own test
  * (engine/tests/test_kafka.c, which drives it on a client and queues of its own); the engine calls it only through
  * those two. Up to MAX messages from queue Q (when RKT is NULL), or from partition PARTITION of RKT (Q then that
  * partition's queue, NULL when not known): messages already queued are taken without a wait; an empty queue is waited

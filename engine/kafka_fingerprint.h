@@ -1,8 +1,8 @@
-/* fingerprint.h: a record's fingerprint (offset, timestamp, hash of key and value), stored for the last record
+/* kafka_fingerprint.h: a record's fingerprint (offset, timestamp, hash of key and value), stored for the last record
  * pulled from each partition so that a later run can tell whether the partition's log is still the one it
  * read, or a new log of a deleted and recreated topic whose offsets start over. */
-#ifndef KG_FINGERPRINT_H
-#define KG_FINGERPRINT_H
+#ifndef KG_KAFKA_FINGERPRINT_H
+#define KG_KAFKA_FINGERPRINT_H
 
 #include <stdbool.h>
 
