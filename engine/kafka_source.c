@@ -201,6 +201,8 @@ static void broker_errors(kg_kafka_t *k, char *out, size_t size) {
 #define KG_GIVE_UP_MS       1000
 #define KG_PROBE_MS         250
 #define KG_PROBE_FOR_MS     4000
+/* The least time the latest offsets' query is given after the earliest's (kg_kafka_offsets_bulk). */
+#define KG_LATEST_TRY_MS 1000
 
 /* Whether the brokers cannot be reached, for certain (see above): then the message into ERRBUF. */
 static bool unreachable(kg_kafka_t *k, char *errbuf) {
@@ -618,8 +620,11 @@ int kg_kafka_offsets_bulk(kg_kafka_t *k, kg_partition_offsets_t *parts, size_t n
   if (n == 0) return KG_OK;
   int64_t started = kg_mono_ms(), deadline = started + k->metadata_timeout_ms;
   int rc = list_offsets(k, parts, n, RD_KAFKA_OFFSET_BEGINNING, started, deadline, errbuf);
-  if (!rc) rc = list_offsets(k, parts, n, RD_KAFKA_OFFSET_END, started, deadline, errbuf);
-  return rc;
+  if (rc) return rc;
+  /* The latest offsets are asked with a try of their own even when a partition without a leader kept the earliest
+   * query retrying to the deadline: the partitions that just answered get up to a second more, not a 1 ms wait. */
+  int64_t own = kg_mono_ms() + (k->metadata_timeout_ms < KG_LATEST_TRY_MS ? k->metadata_timeout_ms : KG_LATEST_TRY_MS);
+  return list_offsets(k, parts, n, RD_KAFKA_OFFSET_END, started, deadline > own ? deadline : own, errbuf);
 }
 
 int kg_kafka_offset_for_time(kg_kafka_t *k, const char *topic, int32_t partition, int64_t time_ms, int64_t *offset,
