@@ -44,7 +44,8 @@ end
 
 -- How a case's Hadoop job runs, as generic options of Streaming that go before the case's own mr.streaming.args.
 -- "yarn": each map in a container of its own, as a real cluster runs them (the cases about failed and retried map
--- attempts). "uber": on YARN still, but the maps run one after the other inside the job's coordinator (Hadoop's uber
+-- attempts, and the one that kills a job while its map is busy: YARN kills a container's processes, while a job
+-- killed in uber mode leaves its coordinator's Streaming child running on its own). "uber": on YARN still, but the maps run one after the other inside the job's coordinator (Hadoop's uber
 -- mode: no container and no JVM per map). "local": Hadoop's local job runner, the maps inside the client's JVM, no
 -- YARN (the cases about kingest's side of the job only).
 local MODES = {
@@ -247,7 +248,7 @@ describe("kingest in MapReduce mode on YARN", function()
     H.spit(hold, "")
     finally(function() os.remove(hold) end)
     local job = H.job({ dir = work, name = "EnvJob", topics = names[1],
-      props = props(root, "uber", { ["kafka.brokers"] = H.UNSET, ["progress.interval.ms"] = 1000,
+      props = props(root, "yarn", { ["kafka.brokers"] = H.UNSET, ["progress.interval.ms"] = 1000,
         ["kafka.fetch.batch.size"] = 5, ["mr.streaming.args"] = "-cmdenv KINGEST_SPEC_SECRET=" .. secret }),
       prelude = "local seen = 0",
       code = table.concat({
