@@ -252,6 +252,14 @@ static int make_conf(const kg_config_t *config, rd_kafka_conf_t **out, char *err
   if (!rc) rc = set(conf, "queued.min.messages", KG_PREFETCH_RECORDS, errbuf);
   /* Short: a partition's consume_stop waits for its in-flight fetch, and a task stops once per partition. */
   if (!rc) rc = set(conf, "fetch.wait.max.ms", "10", errbuf);
+  /* Each time the fetcher finds the queue at a bound, it backs off for fetch.queue.backoff.ms (1 s by default), and a
+   * restart of the fetcher (see the top of this file) does not end that backoff: short, so that a fetcher looks again
+   * soon after the reader took records, and a restarted one fetches at once. */
+  if (!rc) rc = set(conf, "fetch.queue.backoff.ms", "10", errbuf);
+  /* No client metrics pushed to the cluster (KIP-714): kingest reports its own, and with the push on,
+   * rd_kafka_destroy waits up to a second for a last push that a broker without a metrics subscription never
+   * answers, once for every client a run makes. */
+  if (!rc) rc = set(conf, "enable.metrics.push", "false", errbuf);
   snprintf(num, sizeof num, "%lld", (long long)o->metadata_timeout_ms);
   if (!rc) rc = set(conf, "socket.timeout.ms", num, errbuf);
   if (!rc) rc = set(conf, "enable.auto.commit", "false", errbuf);

@@ -75,7 +75,7 @@ rdkafka_build() { # root
             -o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache")
         # As root, apt downloads as the user _apt, who may not enter a private cache (~root is closed to it).
         [[ $(id -u) != 0 ]] || apt+=(-o APT::Sandbox::User=root)
-        "${apt[@]}" update >>"$log" 2>&1 || fail "apt-get update of $mirror $RDKAFKA_SUITE (deb-src)"
+        "${apt[@]}" update --error-on=any >>"$log" 2>&1 || fail "apt-get update of $mirror $RDKAFKA_SUITE (deb-src)"
         (cd "$work/download" && "${apt[@]}" source --download-only "librdkafka=$RDKAFKA_VERSION") >>"$log" 2>&1 ||
             fail "downloading the source package librdkafka=$RDKAFKA_VERSION"
         dsc=("$work"/download/librdkafka_*.dsc)
