@@ -53,7 +53,10 @@ rdkafka_build() { # root
     (
         set -euo pipefail
         exec 9>"$RDKAFKA_DIR.lock"
-        flock 9
+        if ! flock -n 9; then
+            echo "setup: waiting for another setup's build of librdkafka into $RDKAFKA_DIR" >&2
+            flock 9
+        fi
         # Another setup may have finished it while this one waited.
         [[ -f $RDKAFKA_DIR/lib/librdkafka.a ]] && exit 0
         work="$RDKAFKA_DIR.tmp.$$"
