@@ -370,6 +370,7 @@ static bool retriable(rd_kafka_resp_err_t err) {
   case RD_KAFKA_RESP_ERR__RESOLVE:
   case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
   case RD_KAFKA_RESP_ERR__TIMED_OUT:
+  case RD_KAFKA_RESP_ERR__IN_PROGRESS: /* an offsets request the leader had not answered when the wait ran out */
   case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
   case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
   case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
@@ -594,7 +595,8 @@ static int list_offsets(kg_kafka_t *k, kg_partition_offsets_t *parts, size_t n, 
       continue;
     }
     if (answered && retriable(perr[i]) && perr[i] != RD_KAFKA_RESP_ERR__TRANSPORT &&
-        perr[i] != RD_KAFKA_RESP_ERR__TIMED_OUT && perr[i] != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+        perr[i] != RD_KAFKA_RESP_ERR__TIMED_OUT && perr[i] != RD_KAFKA_RESP_ERR__IN_PROGRESS &&
+        perr[i] != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
       parts[i].error = rd_kafka_err2str(perr[i]); /* a static string */
       continue;
     }
