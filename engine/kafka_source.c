@@ -1227,8 +1227,9 @@ static const kg_property_t rows[] = {
             "or not yet elected, a topic just created, a broker not answering) are retried with a short backoff until "
             "this is used up; then the run fails, naming the last error, the brokers' last connection errors and the "
             "time spent, except that a partition still without offsets then (no leader) is skipped for the run, "
-            "which is `PARTIAL`, when others were answered. Brokers that are all refused, not resolved or refuse the "
-            "TLS handshake or the login fail the run in about a second, naming the cause."},
+            "which is `PARTIAL`, when others were answered. Brokers that are all refused or not resolved fail the run "
+            "in about a second, naming the cause; a refused login or TLS handshake fails it as soon as the Kafka "
+            "client reports it, with exit status 77."},
     {.name = "kafka.fetch.timeout.ms",
      .type = KG_PROP_INT,
      .def = "30000",
