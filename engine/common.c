@@ -40,6 +40,7 @@ const char *kg_err2str(int err) {
   case KG_ERECORD: return "record refused by the writer";
   case KG_ESTALLED: return "nothing moved";
   case KG_EFAILED: return "task failed";
+  case KG_EAUTH: return "authentication or TLS failure";
   default: return "unknown error";
   }
 }
