@@ -20,6 +20,7 @@
 #include "log.h"
 #include "parse.h"
 #include "report.h"
+#include "secret.h"
 
 /* ---- The text format. */
 
@@ -534,15 +535,17 @@ static void script_metrics(prom_text_t *t, const prom_run_t *run, bool warn) {
 }
 
 /* The text of RUN; JOB_LABEL: with the job label (the file), else without (the Pushgateway's grouping key gives
- * it). */
+ * it). A secret a label or a script's metric would quote is masked (secret.h). */
 static void render(prom_text_t *t, const prom_run_t *run, bool job_label) {
   memset(t, 0, sizeof *t);
   t->job = job_label ? run->report->config->job_name : NULL;
   run_metrics(t, run);
-  if (!run->final) return;
-  total_metrics(t, run);
-  partition_metrics(t, run);
-  script_metrics(t, run, job_label);
+  if (run->final) {
+    total_metrics(t, run);
+    partition_metrics(t, run);
+    script_metrics(t, run, job_label);
+  }
+  if (t->out.data) kg_secret_mask_bytes(t->out.data, &t->out.len);
 }
 
 /* ---- Where the text goes. */
