@@ -98,6 +98,9 @@ const char *kg_fs_writer_uri(const kg_config_t *config, const char **property);
 /* The local file system, for what must be local whatever the properties say: the state store (an SQLite
  * database), the job lock (flock(2)) and the metrics files. Never closed. */
 kg_fs_t *kg_fs_local(void);
+/* The local file system's mkdirs (mkdir -p, each folder made synced in its parent), the folders it makes with MODE
+ * (less the umask): 0700 for the folders of secrets (the state store, task data). Folders that exist keep theirs. */
+int kg_fs_local_mkdirs_mode(const char *path, unsigned mode, char *errbuf);
 /* fs_local.c's entry in the registry. */
 int kg_fs_local_open(const char *uri, kg_fs_t **out, char *errbuf);
 /* fs_webhdfs.c's entry in the registry: HDFS over WebHDFS, webhdfs://[USER@]HOST:PORT[?PARAMS] with PORT the

@@ -4,6 +4,7 @@
  * two phases and hands back what they made (cli_plan.c prints it). */
 #include "job.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,6 +239,12 @@ static int open_outputs(kg_job_t *job, char *errbuf) {
 static int prepare(kg_job_t *job, kg_lock_t **lock, kg_state_t **state, char *errbuf) {
   const kg_config_t *c = job->config;
   int rc;
+  /* The work dir, and the local task data, which hold what a run read, are made readable by their owner only (the
+   * state store's folder by kg_state_open and the locks). */
+  if (c->work_dir && *c->work_dir && (rc = kg_fs_local_mkdirs_mode(c->work_dir, 0700, errbuf)))
+    return kg_fail(errbuf, rc, "the work dir %s cannot be created: %s", c->work_dir, strerror(errno));
+  if (!strcmp(job->fs->scheme, "file") && (rc = kg_fs_local_mkdirs_mode(c->task_data_root, 0700, errbuf)))
+    return kg_fail(errbuf, rc, "task.data.root.dir: %s cannot be created: %s", c->task_data_root, strerror(errno));
   if (c->lock_enabled) {
     /* The job lock and the lock beside the state database, which every edit of the state takes (lock.h). */
     long holder = 0;

@@ -416,7 +416,7 @@ static int make_conf(const kg_config_t *config, rd_kafka_conf_t **out, char *err
     char why[512];
     if (rd_kafka_conf_set(conf, key + 15, value, why, sizeof why) != RD_KAFKA_CONF_OK)
       rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s: the Kafka client refuses it: %s",
-                   origin ? origin : config->job_file, key, value, why);
+                   origin ? origin : config->job_file, key, kg_props_shown(config->props, key), why);
   }
   if (rc) {
     rd_kafka_conf_destroy(conf);

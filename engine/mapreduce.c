@@ -24,6 +24,7 @@
 #include "json.h"
 #include "log.h"
 #include "result.h"
+#include "secret.h"
 #include "stop.h"
 #include "writer.h"
 
@@ -149,7 +150,7 @@ void kg_mr_task_line(kg_buf_t *out, const kg_mr_run_t *run, const kg_task_t *t) 
   bool first = true;
   for (size_t i = 0; i < kg_props_count(props); i++) {
     const char *key = kg_props_key_at(props, i), *value = kg_props_value_at(props, i);
-    if (driver_only(key) || kg_props_is_secret(key, value)) continue;
+    if (driver_only(key) || kg_props_secret(props, key)) continue;
     const char *origin = kg_props_origin(props, key);
     kg_buf_append(out, first ? "[" : ",[", first ? 1 : 2);
     first = false;
@@ -164,7 +165,7 @@ void kg_mr_task_line(kg_buf_t *out, const kg_mr_run_t *run, const kg_task_t *t) 
   first = true;
   for (size_t i = 0; i < kg_props_count(props); i++) {
     const char *key = kg_props_key_at(props, i);
-    if (driver_only(key) || !kg_props_is_secret(key, kg_props_value_at(props, i))) continue;
+    if (driver_only(key) || !kg_props_secret(props, key)) continue;
     if (!first) kg_buf_append(out, ",", 1);
     first = false;
     kg_json_string(out, key);
@@ -175,6 +176,23 @@ void kg_mr_task_line(kg_buf_t *out, const kg_mr_run_t *run, const kg_task_t *t) 
     kg_workunit_json(out, t->spec.units[u], true);
   }
   kg_buf_appendf(out, "]}\n");
+}
+
+/* A -cmdenv VAR=VALUE pair of mr.streaming.args (PAIR, may be NULL) whose variable names a secret: its value is
+ * masked in whatever kingest prints, and a WARN says where Hadoop keeps it. */
+static void cmdenv_secret(const kg_config_t *c, const char *pair) {
+  const char *eq = pair ? strchr(pair, '=') : NULL;
+  if (!eq) return;
+  char *var = kg_xstrndup(pair, (size_t)(eq - pair));
+  if (kg_props_is_secret(var, eq + 1)) {
+    kg_secret_note(eq + 1);
+    KG_WARN("%s: mr.streaming.args passes the secret %s to the maps with -cmdenv: Hadoop keeps -cmdenv pairs in the "
+            "job's configuration (stream.addenvironment), which whoever may read the job's history reads; a secret "
+            "the maps read from their own evaluation of the job file (${file:PATH} of a file on each node) is "
+            "never shipped",
+            kg_config_origin(c, "mr.streaming.args"), var);
+  }
+  free(var);
 }
 
 /* Writes the maps' input: a line per task (kg_mr_task_line). */
@@ -762,6 +780,7 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
         char *value = strtok_r(NULL, " \t", &save);
         arg(&env, w);
         if (value) arg(&env, value);
+        cmdenv_secret(c, value);
       } else {
         arg(&a, w);
       }
@@ -869,7 +888,7 @@ int kg_mr_task_props(const kg_json_t *line, const kg_props_t *own, kg_props_t **
     }
     const char *key = secrets->items[i].string;
     if (own && kg_props_has(own, key))
-      kg_props_set(props, key, kg_props_get(own, key), kg_props_origin(own, key));
+      kg_props_set_secret(props, key, kg_props_get(own, key), kg_props_origin(own, key));
     else
       name(missing, key);
   }
@@ -955,13 +974,15 @@ static int run_line(const kg_mr_map_t *map, const char *line, const char *attemp
   kg_fs_t *fs = NULL;
   const kg_writer_ops_t *writer = NULL;
   if (missing.len) {
-    why_rc = kg_fail(why, KG_EINVAL,
-                     "%s %s set in the driver but not in this map's evaluation of %s%s%s%s: a secret is never shipped "
-                     "with the task, so the map must have it itself: give it a value the job file has on every node "
-                     "(in the file, or a file it reads there), or, for a value the job reads from the environment, "
-                     "pass the variable with -cmdenv VAR=VALUE in mr.streaming.args",
-                     missing.data, strchr(missing.data, ',') ? "are" : "is", map->job_file, map->own ? "" : " (",
-                     map->own ? "" : map->own_error, map->own ? "" : ")");
+    why_rc =
+        kg_fail(why, KG_EINVAL,
+                "%s %s set in the driver but not in this map's evaluation of %s%s%s%s: a secret is never shipped "
+                "with the task, so the map must have it itself: give it a value the job file has on every node "
+                "(in the file, or a file it reads there with ${file:PATH}), or, for a value the job reads from the "
+                "environment, pass the variable with -cmdenv VAR=VALUE in mr.streaming.args (which Hadoop keeps "
+                "in the job's configuration)",
+                missing.data, strchr(missing.data, ',') ? "are" : "is", map->job_file, map->own ? "" : " (",
+                map->own ? "" : map->own_error, map->own ? "" : ")");
     kg_props_destroy(props);
   } else {
     why_rc = kg_config_new(props, map->job_file, map->job_is_lua, map->work_dir, &c, why);
