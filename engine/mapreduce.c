@@ -967,7 +967,7 @@ static int run_line(const kg_mr_map_t *map, const char *line, const char *attemp
     why_rc = kg_config_new(props, map->job_file, map->job_is_lua, map->work_dir, &c, why);
     if (!why_rc && !map->log_format_set) kg_log_set_format((kg_log_format_t)c->log_format);
     const char *fs_property = NULL;
-    if (!why_rc) why_rc = kg_fs_open(kg_fs_writer_uri(c, &fs_property), fs_property, &fs, why);
+    if (!why_rc) why_rc = kg_fs_open_config(kg_fs_writer_uri(c, &fs_property), fs_property, c, &fs, why);
     if (!why_rc)
       why_rc = kg_writer_find(kg_props_get(c->props, "writer.builder.class"), c->output_format, &writer, why);
   }
