@@ -82,6 +82,8 @@ describe("kingest on a Kerberized HDFS", function()
     local super = HADOOP_DIR .. "/hdfs.keytab"
     assert.equals(200, (negotiate(super, "PUT", http .. "/webhdfs/v1/kingest?op=MKDIRS")))
     assert.equals(200, (negotiate(super, "PUT", http .. "/webhdfs/v1/kingest?op=SETOWNER&owner=kingest")))
+    -- Where Hadoop's job client stages a job, as on every cluster.
+    assert.equals(200, (negotiate(super, "PUT", http .. "/webhdfs/v1/tmp?op=MKDIRS&permission=1777")))
   end)
 
   local function krb_job(work, topic, root, extra)
@@ -155,6 +157,33 @@ describe("kingest on a Kerberized HDFS", function()
     H.run_fails(path, work, 1, { "asks for Kerberos", "user.name=kingest",
       "hadoop.security.authentication=kerberos" }, env())
     assert.equals(404, (status_of(root)))
+  end)
+
+  it("runs the Hadoop mode with one delegation token, handed to the maps in the job's credentials and cancelled "
+    .. "at the end", function()
+    local lines = {}
+    for i = 1, 300 do lines[i] = string.format("mr secured %03d", i) end
+    local topic = H.topic_with("krb_mr", lines)
+    local work = H.workdir("krb_mr")
+    local root = "/kingest/" .. H.unique("mr")
+    local path = krb_job(work, topic, root, {
+      ["launcher.type"] = "MAPREDUCE",
+      ["mr.job.root.dir"] = root .. "/mr",
+      ["mr.hadoop.command"] = H.root .. "/scripts/hadoop",
+      ["mr.streaming.jar"] = hadoop({ "streaming-jar" }),
+      -- No YARN on this HDFS: Hadoop's local job runner, its client logged in by kingest.
+      ["mr.streaming.args"] = "-D mapreduce.framework.name=local",
+      ["yarn.resourcemanager.principal"] = "rm/localhost@" .. realm,
+    })
+    local code, out, err = H.kingest({ "run", path, "--log-level", "debug" }, { GOBBLIN_WORK_DIR = work,
+      KRB5_CONFIG = krb5conf, KINGEST_HADOOP_DIR = HADOOP_DIR })
+    assert.equals(0, code, err)
+    local got, owners = lines_under(root .. "/out/" .. topic)
+    assert.same(H.sorted(lines), H.sorted(got))
+    assert.same({ kingest = true }, owners)
+    assert.truthy(err:find("Took a delegation token of kingest@" .. realm .. " (renewer rm)", 1, true), err)
+    assert.truthy(err:find("Cancelled the Hadoop job's delegation token", 1, true), err)
+    assert_no_secret(out .. err, "the log")
   end)
 
   it("speaks TLS to swebhdfs:// with webhdfs.ssl.ca.location, and refuses a certificate of another CA", function()
