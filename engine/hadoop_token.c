@@ -16,7 +16,7 @@ typedef struct {
 } reader_t;
 
 static bool take(reader_t *r, size_t n, const unsigned char **out) {
-  if (!r->ok || r->len - r->at < n) return r->ok = false;
+  if (!r->ok || !r->p || r->len - r->at < n) return r->ok = false;
   *out = r->p + r->at;
   r->at += n;
   return true;
@@ -226,6 +226,7 @@ static bool get_token(reader_t *r, const unsigned char **start, size_t *len, con
                       size_t *kind_len, const unsigned char **service, size_t *service_len) {
   const unsigned char *b;
   size_t n;
+  if (!r->p) return r->ok = false; /* no bytes at all */
   *start = r->p + r->at;
   size_t from = r->at;
   if (!get_bytes(r, &b, &n) || !get_bytes(r, &b, &n) || !get_bytes(r, kind, kind_len) ||
