@@ -216,12 +216,12 @@ static int open_outputs(kg_job_t *job, char *errbuf) {
   const char *fs_property = NULL;
   const char *fs_uri = kg_fs_writer_uri(c, &fs_property);
   const char *pub_uri = kg_props_get(c->props, "data.publisher.fs.uri");
-  int rc = kg_fs_open(fs_uri, fs_property, &job->fs, errbuf);
+  int rc = kg_fs_open_config(fs_uri, fs_property, c, &job->fs, errbuf);
   if (rc) return rc;
   if (!pub_uri || !*pub_uri || !strcmp(pub_uri, fs_uri)) {
     job->pub_fs = job->fs;
   } else {
-    if ((rc = kg_fs_open(pub_uri, "data.publisher.fs.uri", &job->pub_fs, errbuf))) return rc;
+    if ((rc = kg_fs_open_config(pub_uri, "data.publisher.fs.uri", c, &job->pub_fs, errbuf))) return rc;
     /* Across file systems the commit uploads from task output: that reads local files. */
     if (strcmp(job->fs->scheme, "file") || !strcmp(job->pub_fs->scheme, "file"))
       return kg_fail(errbuf, KG_EINVAL,
