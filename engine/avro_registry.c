@@ -7,12 +7,14 @@
  * schema by id, 't' and the topic's name for a topic's latest schema. */
 #include "avro_registry.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "http.h"
@@ -72,6 +74,11 @@ int kg_registry_new_with(const kg_registry_options_t *o, kg_registry_t **out, ch
     len--;
   r->options.url = kg_xstrndup(o->url, len);
   r->options.subject_suffix = kg_xstrdup(o->subject_suffix ? o->subject_suffix : "");
+  r->options.ca_file = o->ca_file && *o->ca_file ? kg_xstrdup(o->ca_file) : NULL;
+  r->options.user = o->user ? kg_xstrdup(o->user) : NULL;
+  r->options.password = o->password ? kg_xstrdup(o->password) : NULL;
+  r->options.token = o->token && *o->token ? kg_xstrdup(o->token) : NULL;
+  r->options.credentials_from = o->credentials_from ? kg_xstrdup(o->credentials_from) : NULL;
   r->http = http;
   r->seed = (unsigned)kg_mono_ms() ^ (unsigned)(uintptr_t)r;
   /* Buckets for the cache's most entries (at most 64K buckets: chains stay short enough for a cache that big). */
@@ -105,8 +112,23 @@ int kg_registry_new(const kg_config_t *config, kg_registry_t **out, char *errbuf
       .retry_pause_ms = KG_REGISTRY_RETRY_PAUSE_MS,
       .connect_timeout_ms = KG_REGISTRY_CONNECT_TIMEOUT_MS,
       .request_timeout_ms = KG_REGISTRY_REQUEST_TIMEOUT_MS,
+      .ca_file = s->ca_file,
+      .token = s->token,
   };
-  return kg_registry_new_with(&o, out, errbuf);
+  /* user:password, split at the first ':' (a password may hold more of them). */
+  char *user = NULL;
+  if (s->credentials == KG_REGISTRY_CREDENTIALS_USER_INFO) {
+    const char *colon = strchr(s->user_info, ':');
+    user = kg_xstrndup(s->user_info, (size_t)(colon - s->user_info)); /* the setter checked the ':' */
+    o.user = user;
+    o.password = colon + 1;
+    o.credentials_from = "kafka.schema.registry.basic.auth.user.info";
+  } else if (*s->token) {
+    o.credentials_from = "kafka.schema.registry.bearer.auth.token";
+  }
+  int rc = kg_registry_new_with(&o, out, errbuf);
+  free(user);
+  return rc;
 }
 
 static void entry_free(entry_t *e) {
@@ -142,6 +164,13 @@ void kg_registry_destroy(kg_registry_t *r) {
   kg_http_destroy(r->http);
   free((char *)r->options.url);
   free((char *)r->options.subject_suffix);
+  free((char *)r->options.ca_file);
+  free((char *)r->options.user);
+  if (r->options.password) memset((char *)r->options.password, 0, strlen(r->options.password));
+  free((char *)r->options.password);
+  if (r->options.token) memset((char *)r->options.token, 0, strlen(r->options.token));
+  free((char *)r->options.token);
+  free((char *)r->options.credentials_from);
   pthread_mutex_destroy(&r->mutex);
   free(r);
 }
@@ -196,9 +225,11 @@ typedef enum {
   GOT_OUTAGE,  /* no answer, 408, 429, 5xx: tried again */
   GOT_REFUSED, /* 401, 403: the registry refuses the client */
   GOT_ERROR,   /* another status: a request the registry will never answer */
+  GOT_TLS,     /* the TLS handshake failed: a certificate not trusted, a name that does not match; not tried again */
 } got_t;
 
 static got_t got_of(const kg_http_response_t *resp) {
+  if (resp->failure == KG_HTTP_FAIL_TLS) return GOT_TLS;
   if (resp->failure != KG_HTTP_FAIL_NONE) return GOT_OUTAGE;
   long s = resp->status;
   if (s == 200) return GOT_ANSWER;
@@ -248,12 +279,37 @@ static kg_http_verdict_t judge(void *arg, const kg_http_response_t *resp) {
   judging_t *j = arg;
   switch (got_of(resp)) {
   case GOT_ANSWER:
+  case GOT_TLS:
   case GOT_ERROR: return KG_HTTP_DONE;
   case GOT_UNKNOWN: return j->retry_unknown ? KG_HTTP_AGAIN : KG_HTTP_DONE;
   case GOT_REFUSED: return ++j->refusals > 1 ? KG_HTTP_DONE : KG_HTTP_AGAIN_PAUSED; /* asked once more, a pause later */
   case GOT_OUTAGE: break;
   }
   return KG_HTTP_AGAIN;
+}
+
+/* Who the client said it was, for a refusal's message: the user of basic authentication and where it came from (never
+ * the password), a bearer token's property, or that it gave no credentials. */
+static void credentials_shown(const kg_registry_options_t *o, const char *url, char *out, size_t size) {
+  const char *from = o->credentials_from;
+  if (o->user) {
+    snprintf(out, size, "user %s, basic authentication from %s", o->user, from ? from : "the client's options");
+  } else if (o->token) {
+    snprintf(out, size, "a bearer token from %s", from ? from : "the client's options");
+  } else {
+    const char *authority = strstr(url, "://");
+    authority = authority ? authority + 3 : url;
+    size_t len = strcspn(authority, "/?#");
+    const char *at = memchr(authority, '@', len);
+    if (at) {
+      size_t ulen = strcspn(authority, ":@");
+      snprintf(out, size, "user %.*s, basic authentication from the URL", (int)ulen, authority);
+    } else {
+      snprintf(out, size,
+               "no credentials given: kafka.schema.registry.basic.auth.user.info or "
+               "kafka.schema.registry.bearer.auth.token");
+    }
+  }
 }
 
 /* GETs URL (WHAT names what it is asked for, SHOWN is URL as messages show it), trying again while the registry
@@ -284,6 +340,13 @@ static int http_get(kg_registry_t *r, const char *url, const char *shown, const 
                 .try_floor_ms = 1000,
                 .judge = judge,
                 .judge_arg = &judging},
+      .tls = {.ca_file = o->ca_file},
+      .auth = {.kind = o->user    ? KG_HTTP_AUTH_BASIC
+                       : o->token ? KG_HTTP_AUTH_BEARER
+                                  : KG_HTTP_AUTH_NONE,
+               .user = o->user,
+               .password = o->password,
+               .token = o->token},
       .any_status = true,
       .service = "schema registry"};
   kg_http_response_t resp = {0};
@@ -318,8 +381,15 @@ static int http_get(kg_registry_t *r, const char *url, const char *shown, const 
                  "last got: %s)",
                  shown, what, attempts, attempts == 1 ? "" : "s", last);
   } else if (got == GOT_REFUSED) {
-    rc = kg_fail(errbuf, KG_EREGISTRY, "authentication refused by schema registry %s: %s for %s, %d attempts", shown,
-                 last, what, attempts);
+    char who[512];
+    credentials_shown(o, url, who, sizeof who);
+    rc = kg_fail(errbuf, KG_EREGISTRY, "authentication refused by schema registry %s (%s): %s for %s, %d attempts",
+                 shown, who, last, what, attempts);
+  } else if (got == GOT_TLS) {
+    rc = kg_fail(errbuf, KG_EREGISTRY,
+                 "cannot speak TLS with schema registry %s (its certificate checked against %s%s): %s, for %s", shown,
+                 o->ca_file ? "kafka.schema.registry.ssl.ca.location=" : "the system's CAs",
+                 o->ca_file ? o->ca_file : "", last, what);
   } else { /* the next pause would have passed the retry timeout */
     char bound[160] = "";
     if (retry_after >= 0 && resp.elapsed_ms < o->retry_timeout_ms)
@@ -508,7 +578,79 @@ static int set_source(const kg_config_t *config, void *options, const kg_propert
   return KG_OK;
 }
 
+/* kafka.schema.registry.ssl.ca.location: empty for the system's CAs, else a file that can be read, made absolute. */
+static int set_ca(const kg_config_t *c, void *options, const kg_property_t *p, const char *key, kg_property_value_t *v,
+                  char *errbuf) {
+  (void)p;
+  char *value = v->s;
+  kg_registry_settings_t *o = options;
+  if (!*value) {
+    o->ca_file = value;
+    return KG_OK;
+  }
+  o->ca_file = kg_config_absolute(value);
+  free(value);
+  if (access(o->ca_file, R_OK))
+    return kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s: the CA file cannot be read: %s", kg_config_origin(c, key),
+                   key, o->ca_file, strerror(errno));
+  return KG_OK;
+}
+
+/* kafka.schema.registry.basic.auth.user.info: user:password, or empty. */
+static int set_user_info(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                         kg_property_value_t *v, char *errbuf) {
+  (void)p;
+  kg_registry_settings_t *o = options;
+  o->user_info = v->s;
+  if (*o->user_info && !strchr(o->user_info, ':'))
+    return kg_fail(errbuf, KG_EINVAL, "%s: property %s is not user:password", kg_config_origin(c, key), key);
+  return KG_OK;
+}
+
+/* The default of kafka.schema.registry.basic.auth.credentials.source: USER_INFO when the user info is given. */
+static char *default_credentials(const kg_config_t *c, const void *options) {
+  (void)c;
+  const char *user_info = ((const kg_registry_settings_t *)options)->user_info;
+  return kg_xstrdup(user_info && *user_info ? "USER_INFO" : "URL");
+}
+
+/* kafka.schema.registry.basic.auth.credentials.source, checked against the user info (read before it) and the URL. */
+static int set_credentials(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                           kg_property_value_t *v, char *errbuf) {
+  (void)p;
+  kg_registry_settings_t *o = options;
+  o->credentials = v->e ? KG_REGISTRY_CREDENTIALS_USER_INFO : KG_REGISTRY_CREDENTIALS_URL;
+  const char *where = kg_config_origin(c, key ? key : "kafka.schema.registry.basic.auth.user.info");
+  if (o->credentials == KG_REGISTRY_CREDENTIALS_USER_INFO && !*o->user_info)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: kafka.schema.registry.basic.auth.credentials.source=USER_INFO needs "
+                   "kafka.schema.registry.basic.auth.user.info (user:password)",
+                   where);
+  if (o->credentials == KG_REGISTRY_CREDENTIALS_URL && *o->user_info)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: kafka.schema.registry.basic.auth.user.info is given, but "
+                   "kafka.schema.registry.basic.auth.credentials.source=URL takes the credentials from the URL: set "
+                   "it to USER_INFO, or leave it out",
+                   where);
+  return KG_OK;
+}
+
+/* kafka.schema.registry.bearer.auth.token: not with basic authentication. */
+static int set_token(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                     kg_property_value_t *v, char *errbuf) {
+  (void)p;
+  kg_registry_settings_t *o = options;
+  o->token = v->s;
+  if (*o->token && o->credentials == KG_REGISTRY_CREDENTIALS_USER_INFO)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: kafka.schema.registry.bearer.auth.token and kafka.schema.registry.basic.auth.user.info are "
+                   "both given: a registry client authenticates one way; keep one",
+                   kg_config_origin(c, key));
+  return KG_OK;
+}
+
 static const char *const registries[] = {"ConfluentKafkaSchemaRegistry", "KafkaAvroSchemaRegistry", NULL};
+static const char *const credential_sources[] = {"URL", "USER_INFO", NULL};        /* kg_registry_credentials_t */
 static const char *const deserializers[] = {"BYTE_ARRAY", "CONFLUENT_AVRO", NULL}; /* kg_deserializer_t */
 static const char *const sources[] = {"KafkaSimpleSource", "KafkaAvroSource", "KafkaDeserializerSource", NULL};
 
@@ -524,6 +666,36 @@ static const kg_property_t rows[] = {
      .doc = "Base URL (`http://` or `https://`) of the schema registry: Confluent's API (`.../apis/ccompat/v7` on "
             "an Apicurio registry), or for `KafkaAvroSchemaRegistry` the URL under which `/id=<md5 hex>` and "
             "`/latest_with_type=<topic>` answer. Needed by the Avro decoders ([Avro](#avro))."},
+    {.name = "kafka.schema.registry.ssl.ca.location",
+     .type = KG_PROP_STRING,
+     .def = "",
+     .set = set_ca,
+     .doc = "PEM file of the certificate authorities an `https://` registry's certificate is checked against; empty: "
+            "the system's. A certificate it does not vouch for, or a name that does not match, fails the lookup at "
+            "once, naming this file ([Security](security.md#the-schema-registry-and-the-pushgateway))."},
+    {.name = "kafka.schema.registry.basic.auth.user.info",
+     .type = KG_PROP_STRING,
+     .def = "",
+     .set = set_user_info,
+     .secret = true,
+     .doc = "Basic authentication with the registry, as Confluent's clients write it: `user:password` (split at the "
+            "first `:`). A secret: never printed; give it with `${file:PATH}` or `${env:VAR}`."},
+    {.name = "kafka.schema.registry.basic.auth.credentials.source",
+     .type = KG_PROP_ENUM,
+     .def_doc = "USER_INFO when kafka.schema.registry.basic.auth.user.info is given, else URL",
+     .computed = default_credentials,
+     .names = credential_sources,
+     .set = set_credentials,
+     .doc = "Where basic authentication's credentials come from: `USER_INFO` "
+            "(`kafka.schema.registry.basic.auth.user.info`) or `URL` (the `user:password@` of "
+            "`kafka.schema.registry.url`, if any)."},
+    {.name = "kafka.schema.registry.bearer.auth.token",
+     .type = KG_PROP_STRING,
+     .def = "",
+     .set = set_token,
+     .secret = true,
+     .doc = "A bearer token sent to the registry (`Authorization: Bearer ...`), instead of basic authentication. A "
+            "secret: never printed."},
     {.name = "kafka.schema.registry.class",
      .type = KG_PROP_CLASS,
      .def_doc = "Confluent's",
@@ -582,8 +754,21 @@ static const kg_property_t rows[] = {
             "`KafkaDeserializerSource`: as `kafka.deserializer.type` says ([Avro](#avro))."},
 };
 
-const kg_config_section_t kg_registry_section = {
-    .name = "registry", .rows = rows, .nrows = sizeof rows / sizeof rows[0], .size = sizeof(kg_registry_settings_t)};
+/* What the setters made. */
+static void clear(void *options) {
+  kg_registry_settings_t *o = options;
+  free(o->ca_file);
+  if (o->user_info) memset(o->user_info, 0, strlen(o->user_info));
+  free(o->user_info);
+  if (o->token) memset(o->token, 0, strlen(o->token));
+  free(o->token);
+}
+
+const kg_config_section_t kg_registry_section = {.name = "registry",
+                                                 .rows = rows,
+                                                 .nrows = sizeof rows / sizeof rows[0],
+                                                 .size = sizeof(kg_registry_settings_t),
+                                                 .clear = clear};
 
 const kg_registry_settings_t *kg_registry_settings(const kg_config_t *config) {
   return kg_config_options(config, &kg_registry_section);

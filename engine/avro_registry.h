@@ -17,7 +17,13 @@
  * (kafka.schema.registry.retry.timeout.ms) has passed since the first attempt; then the lookup fails, and nothing
  * of it is cached. HTTP 401 and 403 (the registry refuses the client) are asked once more, a pause later, then
  * fail; another status fails at once. Each request is bounded by connect and total timeouts, a retried one also by
- * the time left (at least 1 s), so a lookup returns within the retry timeout plus one request's timeout.
+ * the time left (at least 1 s), so a lookup returns within the retry timeout plus one request's timeout. A TLS
+ * failure (a certificate the CA file does not vouch for, a name that does not match) fails at once, naming the CA.
+ *
+ * An https:// registry's certificate is checked against kafka.schema.registry.ssl.ca.location (the system's CAs
+ * without it). The client authenticates with basic authentication (Confluent's basic.auth.user.info, user:password,
+ * with basic.auth.credentials.source=USER_INFO; or the URL's user:password@) or a bearer token; a refusal names the
+ * URL without its secrets, the user (never the password) and the registry's reason.
  *
  * A client may be shared by threads: calls are serialised by a mutex (tasks each make their own, so they do
  * not wait on each other). */
@@ -34,19 +40,26 @@ typedef struct kg_registry kg_registry_t;
 
 typedef enum { KG_REGISTRY_CONFLUENT = 0, KG_REGISTRY_LINKEDIN } kg_registry_kind_t;
 typedef enum { KG_DESERIALIZER_BYTE_ARRAY = 0, KG_DESERIALIZER_CONFLUENT_AVRO } kg_deserializer_t;
+/* Where basic authentication's credentials come from (Confluent's basic.auth.credentials.source): the URL's
+ * user:password@, or basic.auth.user.info. */
+typedef enum { KG_REGISTRY_CREDENTIALS_URL = 0, KG_REGISTRY_CREDENTIALS_USER_INFO } kg_registry_credentials_t;
 /* How a record's payload is framed: raw bytes, or an Avro datum after a magic byte and a schema id (avro_codec.h). */
 typedef enum { KG_FRAMING_NONE = 0, KG_FRAMING_CONFLUENT, KG_FRAMING_LINKEDIN } kg_framing_t;
 
 /* The job's registry settings: its section's rows (avro_registry.c), kafka.schema.registry.* and the two that say which
  * framing the records have, kafka.deserializer.type and source.class, checked against the registry's. */
 typedef struct {
-  char *url;                      /* kafka.schema.registry.url, "" when not given */
-  kg_registry_kind_t kind;        /* the API: kafka.schema.registry.class (Confluent's when not given), LinkedIn's for
-                                     KafkaAvroSource */
-  char *subject_suffix;           /* kafka.schema_registry.confluent.schema_name_suffix */
-  int64_t cache_size;             /* kafka.schema.registry.max.cache.size: entries */
-  int64_t cache_expire_min;       /* kafka.schema.registry.cache.expire.after.write.min: minutes, 0: none kept */
-  int64_t retry_timeout_ms;       /* kafka.schema.registry.retry.timeout.ms: how long a lookup tries again */
+  char *url;                /* kafka.schema.registry.url, "" when not given */
+  kg_registry_kind_t kind;  /* the API: kafka.schema.registry.class (Confluent's when not given), LinkedIn's for
+                               KafkaAvroSource */
+  char *subject_suffix;     /* kafka.schema_registry.confluent.schema_name_suffix */
+  int64_t cache_size;       /* kafka.schema.registry.max.cache.size: entries */
+  int64_t cache_expire_min; /* kafka.schema.registry.cache.expire.after.write.min: minutes, 0: none kept */
+  int64_t retry_timeout_ms; /* kafka.schema.registry.retry.timeout.ms: how long a lookup tries again */
+  char *ca_file;            /* kafka.schema.registry.ssl.ca.location, "" for the system's CAs */
+  kg_registry_credentials_t credentials; /* kafka.schema.registry.basic.auth.credentials.source */
+  char *user_info;                /* kafka.schema.registry.basic.auth.user.info (user:password), "" when not given */
+  char *token;                    /* kafka.schema.registry.bearer.auth.token, "" when not given */
   kg_deserializer_t deserializer; /* kafka.deserializer.type */
   kg_framing_t framing;           /* from kafka.deserializer.type and source.class: what payloads hold */
 } kg_registry_settings_t;
@@ -64,6 +77,13 @@ typedef struct {
   int64_t retry_pause_ms;     /* the first pause before trying again; it doubles, up to 8 times this */
   int64_t connect_timeout_ms; /* per request: connecting */
   int64_t request_timeout_ms; /* per request: all of it */
+  const char *ca_file;        /* PEM file of the CAs an https:// registry's certificate is checked against; NULL: the
+                                 system's */
+  const char *user;           /* basic authentication (with PASSWORD); NULL: none, or the URL's user:password@ */
+  const char *password;
+  const char *token; /* a bearer token; NULL: none. Not with USER */
+  /* The properties the credentials came from, named in a refusal's message; NULL: the options' fields. */
+  const char *credentials_from;
 } kg_registry_options_t;
 
 /* Gobblin's pause between tries (KafkaSchemaRegistry.GET_SCHEMA_BY_ID_MIN_INTERVAL_SECONDS) is the first one. */
@@ -72,9 +92,9 @@ typedef struct {
 #define KG_REGISTRY_REQUEST_TIMEOUT_MS 10000
 
 /* A client for the registry of CONFIG (kafka.schema.registry.url, .class, the cache properties,
- * kafka.schema.registry.retry.timeout.ms; the pause and the request timeouts above). Returns KG_OK with a new client in
- * *OUT (free with kg_registry_destroy), or KG_EINVAL with ERRBUF naming the property when the URL is missing or not
- * http(s). */
+ * kafka.schema.registry.retry.timeout.ms, the CA and the credentials; the pause and the request timeouts above).
+ * Returns KG_OK with a new client in *OUT (free with kg_registry_destroy), or KG_EINVAL with ERRBUF naming the property
+ * when the URL is missing or not http(s). */
 int kg_registry_new(const kg_config_t *config, kg_registry_t **out, char *errbuf);
 
 /* The same from explicit OPTIONS (tests set short timeouts). */

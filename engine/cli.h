@@ -25,6 +25,7 @@ enum {
   KG_EXIT_STOPPED = 6, /* SIGTERM or SIGINT: what was completely written is committed, the rest waits */
   KG_EXIT_STALLED = 7, /* partitions had records to read and not one moved: nothing is committed */
   KG_EXIT_NOINPUT = EX_NOINPUT, /* 66: the job file cannot be read; nothing was done */
+  KG_EXIT_AUTH = EX_NOPERM,     /* 77: the brokers refused the login or the TLS handshake; nothing was done */
   KG_EXIT_CONFIG = EX_CONFIG,   /* 78: the job is not valid (kingest validate says why); nothing was done */
 };
 
@@ -45,6 +46,8 @@ enum {
   "  7  nothing moved: partitions had records to read and not one record was read (every partition stopped where\n"    \
   "     it started, after fetch errors); nothing is committed, the offsets stay where they were\n"    \
   "  66  the job file cannot be read; nothing was done\n"                                                              \
+  "  77  the Kafka brokers refused kingest's login or TLS handshake (or the Kerberos login failed); nothing was\n"    \
+  "      published, no offset moved\n"                                                                                \
   "  78  the job is not valid (kingest validate says why); nothing was done\n"
 
 /* Option lines that several usages share, in the columns of plan, run-task, validate and test. */

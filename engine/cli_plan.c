@@ -104,5 +104,5 @@ int kg_cli_plan(int argc, char **argv) {
     kg_job_plan_clear(&plan);
   }
   kg_config_destroy(config);
-  return rc ? kg_cli_fail(1, err) : 0;
+  return rc ? kg_cli_fail(rc == KG_EAUTH ? KG_EXIT_AUTH : 1, err) : 0;
 }

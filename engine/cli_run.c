@@ -76,6 +76,7 @@ int kg_cli_run(int argc, char **argv) {
   if (rc == KG_ELOCKED) return kg_cli_fail(KG_EXIT_LOCKED, err);
   if (rc == KG_EBUDGET) return kg_cli_fail(KG_EXIT_BUDGET, err);
   if (rc == KG_ESTALLED) return kg_cli_fail(KG_EXIT_STALLED, err);
+  if (rc == KG_EAUTH) return kg_cli_fail(KG_EXIT_AUTH, err);
   if (rc) return kg_cli_fail(KG_EXIT_FAILED, err);
   if (outcome == KG_OUTCOME_STOPPED) return KG_EXIT_STOPPED;
   if (outcome == KG_OUTCOME_PARTIAL && fail_on_partial) {

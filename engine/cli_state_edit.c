@@ -311,7 +311,7 @@ int kg_cli_state_set_offset(const kg_args_t *a, const kg_job_ref_t *r, kg_state_
               (long long)offset);
   }
   free(topic);
-  return rc ? kg_cli_fail(rc == KG_ELOCKED ? 3 : 1, err) : 0;
+  return rc ? kg_cli_fail(rc == KG_ELOCKED ? 3 : rc == KG_EAUTH ? KG_EXIT_AUTH : 1, err) : 0;
 }
 
 int kg_cli_state_reset(const kg_args_t *a, const kg_job_ref_t *r, kg_state_t **state, kg_lock_t **lock, char *err) {

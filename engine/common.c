@@ -1,6 +1,7 @@
 /* common.c: what every engine file uses: error strings and kg_fail, the process's malloc settings, allocation that
  * cannot fail, the clocks. */
 #include "kg_common.h"
+#include "secret.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -40,6 +41,7 @@ const char *kg_err2str(int err) {
   case KG_ERECORD: return "record refused by the writer";
   case KG_ESTALLED: return "nothing moved";
   case KG_EFAILED: return "task failed";
+  case KG_EAUTH: return "authentication or TLS failure";
   default: return "unknown error";
   }
 }
@@ -50,6 +52,7 @@ int kg_fail(char *errbuf, int err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(errbuf, KG_ERRLEN, fmt, ap);
     va_end(ap);
+    kg_secret_mask(errbuf); /* every error text, whatever it quotes (a refused value, a library's message) */
   }
   return err;
 }

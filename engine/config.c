@@ -663,6 +663,7 @@ void kg_config_print_properties(FILE *out, bool markdown) {
       print_name(out, p->alias, q);
       fputs(")", out);
     }
+    if (p->secret) fputs(" (secret)", out);
     if (markdown) {
       fputs(" |", out);
       if (p->required) {

@@ -149,6 +149,7 @@ struct kg_property {
                           loop skips it */
   kg_property_mode_t mode;
   const char *doc; /* one line */
+  bool secret;     /* its value is a secret, never printed (its name says so: kg_props_is_secret) */
 };
 
 /* Where a row's value lands: field F of the options struct TYPE (kg_config_t for the job's own rows). */

@@ -84,6 +84,8 @@ struct kg_fs {
 /* The file system of URI (file:///, or empty for the local one), looked up by its scheme in the registry.
  * KG_EINVAL naming PROPERTY and the schemes there are when no backend serves it. Ends with kg_fs_close. */
 int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbuf);
+/* The same with the backend's options from CONFIG (NULL: the defaults): the run's file systems. */
+int kg_fs_open_config(const char *uri, const char *property, const kg_config_t *config, kg_fs_t **out, char *errbuf);
 void kg_fs_close(kg_fs_t *fs); /* NULL is a no-op */
 
 /* The file systems' rows (fs.c): writer.fs.uri, fs.uri, data.publisher.fs.uri, state.store.fs.uri, each checked by
@@ -98,12 +100,43 @@ const char *kg_fs_writer_uri(const kg_config_t *config, const char **property);
 /* The local file system, for what must be local whatever the properties say: the state store (an SQLite
  * database), the job lock (flock(2)) and the metrics files. Never closed. */
 kg_fs_t *kg_fs_local(void);
+/* The local file system's mkdirs (mkdir -p, each folder made synced in its parent), the folders it makes with MODE
+ * (less the umask): 0700 for the folders of secrets (the state store, task data). Folders that exist keep theirs. */
+int kg_fs_local_mkdirs_mode(const char *path, unsigned mode, char *errbuf);
 /* fs_local.c's entry in the registry. */
 int kg_fs_local_open(const char *uri, kg_fs_t **out, char *errbuf);
+/* WebHDFS's options (its section's rows, in fs_webhdfs.c). */
+typedef enum { KG_WEBHDFS_AUTH_SIMPLE = 0, KG_WEBHDFS_AUTH_KERBEROS } kg_webhdfs_auth_t;
+typedef struct {
+  int auth;        /* hadoop.security.authentication: a kg_webhdfs_auth_t */
+  char *principal; /* kerberos.principal */
+  char *keytab;    /* kerberos.keytab */
+  char *ca_file;   /* webhdfs.ssl.ca.location */
+} kg_webhdfs_options_t;
+extern const kg_config_section_t kg_webhdfs_section;
+/* CONFIG's WebHDFS options; NULL for a NULL CONFIG. */
+const kg_webhdfs_options_t *kg_webhdfs_options(const kg_config_t *config);
+
 /* fs_webhdfs.c's entry in the registry: HDFS over WebHDFS, webhdfs://[USER@]HOST:PORT[?PARAMS] with PORT the
- * NameNode's HTTP port. PARAMS: user.name (else USER, else $USER, else the effective uid's name), auth=simple
- * (Kerberos is refused), connect.timeout.ms, timeout.ms, attempts. Each open makes a new kg_fs_t. */
+ * NameNode's HTTP port, or swebhdfs://HOST:PORT[?PARAMS] with PORT its HTTPS port. PARAMS: user.name (else USER,
+ * else $USER, else the effective uid's name), auth=simple|kerberos, connect.timeout.ms, timeout.ms, attempts. With
+ * OPTIONS (NULL: the defaults, and no Kerberos checks: a URI being read) Kerberos and the CA file; with Kerberos the
+ * keytab is checked (readable, its first principal kerberos.principal) and the process logs in from it
+ * (KRB5_CLIENT_KTNAME, and a ticket cache in memory of its own as KRB5CCNAME), unless a delegation token was handed
+ * over (kg_fs_webhdfs_use_token). Each open makes a new kg_fs_t. */
 int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf);
+int kg_fs_webhdfs_open_with(const char *uri, const kg_webhdfs_options_t *options, kg_fs_t **out, char *errbuf);
+/* Whether FS is a WebHDFS file system with Kerberos, and its kerberos.principal (NULL when not). */
+bool kg_fs_webhdfs_kerberos(const kg_fs_t *fs);
+const char *kg_fs_webhdfs_principal(const kg_fs_t *fs);
+/* A new delegation token of FS's principal, renewable by RENEWER (a short name), in its URL-safe form: *TOKEN, a new
+ * string and a secret. GETDELEGATIONTOKEN with SPNEGO. */
+int kg_fs_webhdfs_get_token(kg_fs_t *fs, const char *renewer, char **token, char *errbuf);
+/* Cancels TOKEN (CANCELDELEGATIONTOKEN). */
+int kg_fs_webhdfs_cancel_token(kg_fs_t *fs, const char *token, char *errbuf);
+/* From now on every WebHDFS file system opened with Kerberos in this process authenticates with TOKEN (copied)
+ * instead of a keytab: the maps of the Hadoop mode. NULL: no token. */
+void kg_fs_webhdfs_use_token(const char *token);
 /* Fault injection for tests (as SQLite's xSetSystemCall): the local backend calls FSYNC instead of fsync(2)
  * from now on; NULL puts fsync(2) back. Not thread-safe: set it while nothing else uses the file system. */
 void kg_fs_local_set_fsync(int (*fsync_fn)(int fd));

@@ -132,13 +132,18 @@ static int sync_dir(const char *path);
 /* mkdir -p; each folder made is made durable by a sync of the folder it was made in (a file renamed into a new
  * folder is only as durable as the folder), and a sync that fails fails the call. */
 static int local_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
+  (void)fs;
+  return kg_fs_local_mkdirs_mode(path, 0755, errbuf);
+}
+
+int kg_fs_local_mkdirs_mode(const char *path, unsigned mode, char *errbuf) {
   char *p = kg_xstrdup(path);
   size_t n = strlen(p);
   for (size_t i = 1; i <= n; i++) {
     if (p[i] != '/' && p[i] != '\0') continue;
     char saved = p[i];
     p[i] = '\0';
-    bool made = mkdir(p, 0755) == 0;
+    bool made = mkdir(p, (mode_t)mode) == 0;
     if (!made && errno != EEXIST) {
       int e = errno;
       kg_fail(errbuf, KG_EIO, "cannot create folder %s: %s", p, strerror(e));

@@ -4,6 +4,7 @@
  * two phases and hands back what they made (cli_plan.c prints it). */
 #include "job.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,12 +216,12 @@ static int open_outputs(kg_job_t *job, char *errbuf) {
   const char *fs_property = NULL;
   const char *fs_uri = kg_fs_writer_uri(c, &fs_property);
   const char *pub_uri = kg_props_get(c->props, "data.publisher.fs.uri");
-  int rc = kg_fs_open(fs_uri, fs_property, &job->fs, errbuf);
+  int rc = kg_fs_open_config(fs_uri, fs_property, c, &job->fs, errbuf);
   if (rc) return rc;
   if (!pub_uri || !*pub_uri || !strcmp(pub_uri, fs_uri)) {
     job->pub_fs = job->fs;
   } else {
-    if ((rc = kg_fs_open(pub_uri, "data.publisher.fs.uri", &job->pub_fs, errbuf))) return rc;
+    if ((rc = kg_fs_open_config(pub_uri, "data.publisher.fs.uri", c, &job->pub_fs, errbuf))) return rc;
     /* Across file systems the commit uploads from task output: that reads local files. */
     if (strcmp(job->fs->scheme, "file") || !strcmp(job->pub_fs->scheme, "file"))
       return kg_fail(errbuf, KG_EINVAL,
@@ -238,6 +239,12 @@ static int open_outputs(kg_job_t *job, char *errbuf) {
 static int prepare(kg_job_t *job, kg_lock_t **lock, kg_state_t **state, char *errbuf) {
   const kg_config_t *c = job->config;
   int rc;
+  /* The work dir, and the local task data, which hold what a run read, are made readable by their owner only (the
+   * state store's folder by kg_state_open and the locks). */
+  if (c->work_dir && *c->work_dir && (rc = kg_fs_local_mkdirs_mode(c->work_dir, 0700, errbuf)))
+    return kg_fail(errbuf, rc, "the work dir %s cannot be created: %s", c->work_dir, strerror(errno));
+  if (!strcmp(job->fs->scheme, "file") && (rc = kg_fs_local_mkdirs_mode(c->task_data_root, 0700, errbuf)))
+    return kg_fail(errbuf, rc, "task.data.root.dir: %s cannot be created: %s", c->task_data_root, strerror(errno));
   if (c->lock_enabled) {
     /* The job lock and the lock beside the state database, which every edit of the state takes (lock.h). */
     long holder = 0;

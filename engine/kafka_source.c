@@ -20,6 +20,7 @@
 #include <ctype.h>
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,12 +57,16 @@ struct kg_kafka {
   rd_kafka_t *rk;
   int64_t metadata_timeout_ms;
   char *brokers;
-  int64_t created_ms;   /* monotonic */
-  int nbootstrap;       /* distinct entries of kafka.brokers */
-  bool reached;         /* a query was answered: from now on, a broker's connection errors may be a restart */
+  char login[512];     /* how the client logs in, for errors: "security.protocol=SASL_SSL, sasl.mechanism=PLAIN, ..." */
+  int64_t created_ms;  /* monotonic */
+  int nbootstrap;      /* distinct entries of kafka.brokers */
+  bool reached;        /* a query was answered: from now on, a broker's connection errors may be a restart */
+  atomic_bool refused; /* a login or TLS failure was noted (refusal): every operation fails with it */
   pthread_mutex_t lock; /* guards what follows, which librdkafka's broker threads write */
   kg_broker_error_t broker_errors[KG_MAX_BROKERS];
   int nbroker_errors;
+  char refusal[640];    /* the first login or TLS failure: "broker host:port: what (librdkafka's reason)" */
+  char cert_check[384]; /* the last broker certificate that failed the check, and why (verify_cb, SSLCERTVRFY) */
   /* The partition being fetched. */
   rd_kafka_topic_t *rkt;
   int32_t partition;
@@ -91,13 +96,65 @@ static const char *error_kind(const char *cause) {
                {"Failed to resolve", "the host name does not resolve"},
                {"No route to host", "no route to host"},
                {"Network is unreachable", "network unreachable"},
-               {"SSL handshake failed", "TLS handshake failed"},
                {"certificate verify failed", "TLS certificate not trusted"},
+               {"SSL handshake failed", "TLS handshake failed"},
+               {"alert bad certificate", "the broker refused the client certificate"},
+               {"alert certificate required", "the broker refused the client certificate"},
+               {"alert certificate unknown", "the broker refused the client certificate"},
+               {"alert unknown ca", "the broker refused the client certificate"},
+               {"SSL routines", "TLS failed"},
                {"SASL authentication error", "authentication failed"},
-               {"Authentication failed", "authentication failed"}};
+               {"Authentication failed", "authentication failed"},
+               {"SASL handshake failed", "the broker does not offer the SASL mechanism"},
+               {"Failed to initialize SASL", "the SASL mechanism could not start"},
+               {"Kerberos ticket refresh failed", "the Kerberos login failed"}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (strstr(cause, kinds[i].text)) return kinds[i].kind;
   return NULL;
+}
+
+/* Whether a connection error of kind KIND (error_kind) is a login or TLS failure, which waiting does not cure and
+ * which fails the operation at once, with KG_EAUTH. */
+static bool refusal_kind(const char *kind) {
+  return kind && strcmp(kind, "connection refused") && strcmp(kind, "the host name does not resolve") &&
+         strcmp(kind, "no route to host") && strcmp(kind, "network unreachable");
+}
+
+/* A broker's name for the log: without the protocol and librdkafka's "/bootstrap" or "/<id>". */
+static void broker_label(const char *name, char *out, size_t size);
+
+/* Notes the login or TLS failure that librdkafka reported as TEXT ("sasl_ssl://host:port/bootstrap: SASL
+ * authentication error: ..." as its error callback and its FAIL lines give it, or a Kerberos line without a broker)
+ * with what it means (KIND, or NULL) as the client's refusal, unless one was noted already: the first cause is the
+ * one to fix. Called from librdkafka's threads. */
+static void note_refusal(kg_kafka_t *k, const char *text, const char *kind) {
+  if (!strncmp(text, "[thrd:", 6) && strstr(text, "]: ")) text = strstr(text, "]: ") + 3;
+  pthread_mutex_lock(&k->lock);
+  if (!atomic_load(&k->refused)) {
+    char label[160] = "";
+    const char *sep = strstr(text, ": "), *cause = text;
+    if (sep && sep - text < (ptrdiff_t)sizeof label && memchr(text, ':', (size_t)(sep - text)) &&
+        !memchr(text, ' ', (size_t)(sep - text))) {
+      char name[160];
+      snprintf(name, sizeof name, "%.*s", (int)(sep - text), text);
+      broker_label(name, label, sizeof label);
+      cause = sep + 2;
+    }
+    const char *after = strstr(cause, " (after ");
+    int clen = (int)(after ? (size_t)(after - cause) : strlen(cause));
+    char *out = k->refusal;
+    size_t size = sizeof k->refusal;
+    int n = *label ? snprintf(out, size, "broker %s: ", label) : 0;
+    if (n < 0 || (size_t)n >= size) n = 0;
+    if (kind && *k->cert_check && strstr(kind, "certificate not trusted"))
+      snprintf(out + n, size - (size_t)n, "%s (%.*s)", k->cert_check, clen, cause);
+    else if (kind)
+      snprintf(out + n, size - (size_t)n, "%s (%.*s)", kind, clen, cause);
+    else
+      snprintf(out + n, size - (size_t)n, "%.*s", clen, cause);
+    atomic_store(&k->refused, true);
+  }
+  pthread_mutex_unlock(&k->lock);
 }
 
 /* Notes a connection error that librdkafka logged as BUF ("[thrd:NAME]: NAME: cause (after 0ms in state
@@ -116,6 +173,7 @@ static void note_broker_error(kg_kafka_t *k, const char *buf) {
   while (i < k->nbroker_errors &&
          (strlen(k->broker_errors[i].name) != nlen || strncmp(k->broker_errors[i].name, name, nlen)))
     i++;
+  const char *kind = NULL;
   if (i < KG_MAX_BROKERS) {
     kg_broker_error_t *e = &k->broker_errors[i];
     if (i == k->nbroker_errors) {
@@ -123,10 +181,81 @@ static void note_broker_error(kg_kafka_t *k, const char *buf) {
       snprintf(e->name, sizeof e->name, "%.*s", (int)nlen, name);
     }
     snprintf(e->cause, sizeof e->cause, "%.*s", (int)clen, cause);
-    e->kind = error_kind(e->cause);
+    kind = e->kind = error_kind(e->cause);
     e->count++;
+  } else {
+    kind = error_kind(cause);
   }
   pthread_mutex_unlock(&k->lock);
+  if (refusal_kind(kind)) note_refusal(k, end + 3, kind);
+}
+
+/* What OpenSSL's certificate check says (its X509_V_ERR_* codes, stable across OpenSSL releases), for a message. */
+static const char *x509_reason(int x509_error) {
+  switch (x509_error) {
+  case 2: return "was issued by a CA whose certificate is not known (ssl.ca.location)";
+  case 7: return "has a signature that does not verify";
+  case 9: return "is not valid yet";
+  case 10: return "has expired";
+  case 18: return "is self-signed and not trusted (ssl.ca.location)";
+  case 19: return "is in a chain that ends in a CA that is not trusted (ssl.ca.location)";
+  case 20:
+  case 21: return "was not issued by a trusted CA (ssl.ca.location)";
+  case 23: return "was revoked";
+  case 26: return "is not meant for a TLS server";
+  case 27: return "is not trusted for this purpose";
+  case 28: return "is rejected for this purpose";
+  case 62:
+    return "does not name the host the client connected to: hostname mismatch "
+           "(ssl.endpoint.identification.algorithm)";
+  case 64:
+    return "does not name the IP address the client connected to: IP address mismatch "
+           "(ssl.endpoint.identification.algorithm)";
+  case 79: return "was issued by a certificate that is not a CA";
+  default: return NULL;
+  }
+}
+
+/* librdkafka's check of each certificate of a broker's chain: OpenSSL's verdict (X509_ERROR, 0 when it passed)
+ * stays the verdict; a failure gets a reason in ERRSTR, which librdkafka logs with the certificate's subject and
+ * issuer (SSLCERTVRFY, taken up by log_cb) before the handshake fails. Called from librdkafka's threads. */
+static int verify_cb(rd_kafka_t *rk, const char *broker_name, int32_t broker_id, int *x509_error, int depth,
+                     const char *buf, size_t size, char *errstr, size_t errstr_size, void *opaque) {
+  (void)rk, (void)broker_name, (void)broker_id, (void)depth, (void)buf, (void)size, (void)opaque;
+  if (*x509_error == 0) return 1;
+  const char *why = x509_reason(*x509_error);
+  if (why)
+    snprintf(errstr, errstr_size, "%s", why);
+  else
+    snprintf(errstr, errstr_size, "failed OpenSSL's check with error %d", *x509_error);
+  return 0;
+}
+
+/* librdkafka's log line on a certificate that failed verify_cb: "Certificate (subject=..., issuer=...) verification
+ * callback failed: <reason>", kept as "the broker's certificate (subject=..., issuer=...): <reason>". */
+static void note_cert_check(kg_kafka_t *k, const char *buf) {
+  const char *p = strstr(buf, "Certificate (");
+  if (!p) return;
+  const char *close = strstr(p, ") verification callback failed: ");
+  if (!close) return;
+  pthread_mutex_lock(&k->lock);
+  snprintf(k->cert_check, sizeof k->cert_check, "the broker's certificate (%.*s) %s", (int)(close - p - 13), p + 13,
+           close + strlen(") verification callback failed: "));
+  pthread_mutex_unlock(&k->lock);
+}
+
+/* librdkafka's error events, served by rd_kafka_poll (see poll_events): a failed login
+ * (RD_KAFKA_RESP_ERR__AUTHENTICATION, which a failed Kerberos login also gives) or TLS failure (RD_KAFKA_RESP_ERR__SSL)
+ * is the client's refusal; the others are logged at DEBUG, as librdkafka logs them without an error callback. */
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+  (void)rk;
+  kg_kafka_t *k = opaque;
+  KG_DEBUG("librdkafka error %s: %s", rd_kafka_err2name(err), reason);
+  if (!k) return;
+  if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL) {
+    const char *kind = error_kind(reason);
+    note_refusal(k, reason, kind ? kind : err == RD_KAFKA_RESP_ERR__SSL ? "TLS failed" : "authentication failed");
+  }
 }
 
 /* librdkafka's own log lines go to the engine's log at DEBUG: connection errors are reported once, as a
@@ -134,8 +263,23 @@ static void note_broker_error(kg_kafka_t *k, const char *buf) {
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
   (void)level;
   kg_kafka_t *k = rd_kafka_opaque(rk);
+  if (k && !strcmp(fac, "SSLCERTVRFY")) note_cert_check(k, buf);
   if (k && !strcmp(fac, "FAIL")) note_broker_error(k, buf);
+  /* A Kerberos login (sasl.kerberos.kinit.cmd) that failed: no broker is to blame. */
+  if (k && !strcmp(fac, "SASLREFRESH") && strstr(buf, "failed")) note_refusal(k, buf, "the Kerberos login failed");
   KG_DEBUG("librdkafka %s: %s", fac, buf);
+}
+
+/* Serves librdkafka's events (error_cb), then tells whether the client was refused (see note_refusal): then the
+ * message into ERRBUF, naming the brokers, how the client logs in, the broker and the cause. */
+static bool refused(kg_kafka_t *k, char *errbuf) {
+  rd_kafka_poll(k->rk, 0);
+  if (!atomic_load(&k->refused)) return false;
+  pthread_mutex_lock(&k->lock);
+  kg_fail(errbuf, KG_EAUTH, "authentication with Kafka at kafka.brokers=%s failed (%s): %s", k->brokers, k->login,
+          k->refusal);
+  pthread_mutex_unlock(&k->lock);
+  return true;
 }
 
 /* A broker's name for the log: without the protocol and librdkafka's "/bootstrap" or "/<id>". */
@@ -218,7 +362,9 @@ static bool unreachable(kg_kafka_t *k, char *errbuf) {
   return true;
 }
 
-/* How long attempt ATTEMPT (from 1) of a query may wait, LEFT ms being left of its time (see KG_PROBE_MS). */
+/* How long attempt ATTEMPT (from 1) of a query may wait, LEFT ms being left of its time (see KG_PROBE_MS). Until a
+ * broker answered, attempts also wait KG_PROBE_MS, doubling from one to the next, at most: a login or TLS failure
+ * (refused) comes while a query waits for a broker that can take it, and is seen only when that wait ends. */
 static int query_wait(kg_kafka_t *k, int64_t left, int attempt) {
   if (left <= 0) return 1;
   bool probing = false;
@@ -227,6 +373,10 @@ static int query_wait(kg_kafka_t *k, int64_t left, int attempt) {
     probing = attempt == 1 || (t.definite > 0 && !t.indefinite);
   }
   if (probing && left > KG_PROBE_MS) return KG_PROBE_MS;
+  if (!k->reached) {
+    int64_t slice = (int64_t)KG_PROBE_MS << (attempt < 16 ? attempt - 1 : 15);
+    if (left > slice) return (int)slice;
+  }
   return left > INT32_MAX ? INT32_MAX : (int)left;
 }
 
@@ -274,7 +424,7 @@ static int make_conf(const kg_config_t *config, rd_kafka_conf_t **out, char *err
     char why[512];
     if (rd_kafka_conf_set(conf, key + 15, value, why, sizeof why) != RD_KAFKA_CONF_OK)
       rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s: the Kafka client refuses it: %s",
-                   origin ? origin : config->job_file, key, value, why);
+                   origin ? origin : config->job_file, key, kg_props_shown(config->props, key), why);
   }
   if (rc) {
     rd_kafka_conf_destroy(conf);
@@ -289,6 +439,36 @@ int kg_kafka_check_config(const kg_config_t *config, char *errbuf) {
   int rc = make_conf(config, &conf, errbuf);
   if (conf) rd_kafka_conf_destroy(conf);
   return rc;
+}
+
+/* How CONF logs in, for the errors of a failed login: security.protocol, and the settings that say who the client is
+ * (never a password or a key), into OUT. */
+static void describe_login(rd_kafka_conf_t *conf, char *out, size_t size) {
+  static const char *const names[] = {"security.protocol",       "sasl.mechanisms",      "sasl.username",
+                                      "sasl.kerberos.principal", "sasl.kerberos.keytab", "ssl.certificate.location",
+                                      "ssl.ca.location"};
+  size_t used = 0;
+  *out = '\0';
+  char protocol[32] = "plaintext", mechanism[64] = "";
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char value[256];
+    size_t vsize = sizeof value;
+    if (rd_kafka_conf_get(conf, names[i], value, &vsize) != RD_KAFKA_CONF_OK || !*value) continue;
+    if (i == 0) snprintf(protocol, sizeof protocol, "%.31s", value);
+    bool sasl = !strncmp(protocol, "sasl", 4), tls = strstr(protocol, "ssl") != NULL;
+    if (i == 1) snprintf(mechanism, sizeof mechanism, "%.63s", value);
+    /* Only what the protocol uses: the mechanism and its settings with SASL, the certificates with TLS. */
+    if ((i >= 1 && i <= 4 && !sasl) || (i >= 5 && !tls)) continue;
+    if ((i == 2 && strcasecmp(mechanism, "PLAIN") && strncasecmp(mechanism, "SCRAM", 5)) ||
+        ((i == 3 || i == 4) && strcasecmp(mechanism, "GSSAPI")))
+      continue;
+    if (i == 0)
+      for (char *c = value; *c; c++)
+        *c = (char)toupper((unsigned char)*c);
+    int n = snprintf(out + used, size - used, "%s%s=%s", used ? ", " : "", i == 1 ? "sasl.mechanism" : names[i], value);
+    if (n < 0 || (size_t)n >= size - used) break;
+    used += (size_t)n;
+  }
 }
 
 /* The distinct entries of a kafka.brokers list: librdkafka makes one bootstrap broker of each. */
@@ -313,6 +493,9 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   int rc = make_conf(config, &conf, errbuf);
   if (rc) return rc;
   rd_kafka_conf_set_log_cb(conf, log_cb);
+  rd_kafka_conf_set_error_cb(conf, error_cb);
+  /* Without TLS support in librdkafka there is no certificate to check: the callback is refused, which is fine. */
+  rd_kafka_conf_set_ssl_cert_verify_cb(conf, verify_cb);
   /* The bounds in force, after any kafka.consumer.* override. */
   int64_t max_records = 0, max_kbytes = 0;
   char value[64];
@@ -326,6 +509,8 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   pthread_mutex_init(&k->lock, NULL);
   k->created_ms = kg_mono_ms();
   k->nbootstrap = count_entries(o->brokers);
+  atomic_init(&k->refused, false);
+  describe_login(conf, k->login, sizeof k->login);
   rd_kafka_conf_set_opaque(conf, k); /* for log_cb, from the client's first connection on */
   char err[512];
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
@@ -378,6 +563,7 @@ static bool retriable(rd_kafka_resp_err_t err) {
   case RD_KAFKA_RESP_ERR__RESOLVE:
   case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
   case RD_KAFKA_RESP_ERR__TIMED_OUT:
+  case RD_KAFKA_RESP_ERR__IN_PROGRESS: /* an offsets request the leader had not answered when the wait ran out */
   case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
   case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
   case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
@@ -466,6 +652,7 @@ int kg_kafka_list_topics(kg_kafka_t *k, kg_topic_meta_t **topics, size_t *count,
     err = injected_fault("metadata", NULL, NULL, NULL);
     if (!err) err = rd_kafka_metadata(k->rk, 1, NULL, &md, wait);
     if (!err) k->reached = true;
+    if (err && refused(k, errbuf)) return KG_EAUTH;
     if (!err || !retriable(err) || kg_mono_ms() >= deadline) break;
     if (unreachable(k, errbuf)) return KG_EKAFKA;
     KG_DEBUG("Metadata query to kafka.brokers=%s failed (%s); retrying", k->brokers, rd_kafka_err2str(err));
@@ -580,6 +767,11 @@ static int list_offsets(kg_kafka_t *k, kg_partition_offsets_t *parts, size_t n, 
     bool whole = err && still == npending; /* nothing answered: perhaps no broker at all */
     rd_kafka_topic_partition_list_destroy(list);
     npending = still;
+    if (npending && refused(k, errbuf)) {
+      free(perr);
+      free(pending);
+      return KG_EAUTH;
+    }
     if (npending == 0 || kg_mono_ms() >= deadline) break;
     if (whole && unreachable(k, errbuf)) {
       free(perr);
@@ -602,7 +794,8 @@ static int list_offsets(kg_kafka_t *k, kg_partition_offsets_t *parts, size_t n, 
       continue;
     }
     if (answered && retriable(perr[i]) && perr[i] != RD_KAFKA_RESP_ERR__TRANSPORT &&
-        perr[i] != RD_KAFKA_RESP_ERR__TIMED_OUT && perr[i] != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+        perr[i] != RD_KAFKA_RESP_ERR__TIMED_OUT && perr[i] != RD_KAFKA_RESP_ERR__IN_PROGRESS &&
+        perr[i] != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
       parts[i].error = rd_kafka_err2str(perr[i]); /* a static string */
       continue;
     }
@@ -697,6 +890,11 @@ int kg_kafka_peek(kg_kafka_t *k, kg_peek_t *peeks, size_t n) {
     while (nwaiting > 0) {
       int64_t left = deadline - kg_mono_ms();
       if (left <= 0) break;
+      char why[KG_ERRLEN];
+      if (refused(k, why)) {
+        KG_WARN("%s", why);
+        break;
+      }
       ssize_t got = take(q, NULL, -1, (int)(left < 100 ? left : 100), msgs, 256, NULL);
       for (ssize_t g = 0; g < got; g++) {
         rd_kafka_message_t *msg = msgs[g];
@@ -816,6 +1014,7 @@ int kg_kafka_fetch(kg_kafka_t *k, kg_record_t *records, int max, int timeout_ms,
       k->queue_filled = true;
     }
     if (got != 0 || deadline - kg_mono_ms() <= 0) break;
+    if (refused(k, errbuf)) return KG_EAUTH;
   }
   if (got > 0) {
     k->restarts = 0;
@@ -1038,8 +1237,9 @@ static const kg_property_t rows[] = {
             "or not yet elected, a topic just created, a broker not answering) are retried with a short backoff until "
             "this is used up; then the run fails, naming the last error, the brokers' last connection errors and the "
             "time spent, except that a partition still without offsets then (no leader) is skipped for the run, "
-            "which is `PARTIAL`, when others were answered. Brokers that are all refused, not resolved or refuse the "
-            "TLS handshake or the login fail the run in about a second, naming the cause."},
+            "which is `PARTIAL`, when others were answered. Brokers that are all refused or not resolved fail the run "
+            "in about a second, naming the cause; a refused login or TLS handshake fails it as soon as the Kafka "
+            "client reports it, with exit status 77."},
     {.name = "kafka.fetch.timeout.ms",
      .type = KG_PROP_INT,
      .def = "30000",

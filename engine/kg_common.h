@@ -26,6 +26,7 @@ enum {
                          as before it, and the task goes on (writer.h) */
   KG_ESTALLED = -13,  /* partitions had records to read and not one record or offset moved */
   KG_EFAILED = -14,   /* a task failed: its own error (the task's result) says why */
+  KG_EAUTH = -15,     /* the brokers refused kingest's login or its TLS handshake (or the Kerberos login failed) */
 };
 
 const char *kg_err2str(int err);

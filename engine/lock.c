@@ -33,11 +33,12 @@ static int take(const char *dir, const char *property, char *path, const char *j
                 long *holder_pid, char *errbuf) {
   *out = NULL;
   *holder_pid = 0;
-  if (kg_fs_mkdirs(kg_fs_local(), dir, errbuf)) {
+  /* Owner only: the state store's folder holds the job's state (kg_state_open). */
+  if (kg_fs_local_mkdirs_mode(dir, 0700, errbuf)) {
     free(path);
     return kg_fail(errbuf, KG_EIO, "%s %s cannot be created: %s", property, dir, strerror(errno));
   }
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     int rc = kg_fail(errbuf, KG_EIO, "cannot open lock file %s: %s", path, strerror(errno));
     free(path);

@@ -11,6 +11,7 @@
 
 #include "json.h"
 #include "kg_common.h"
+#include "secret.h"
 
 static pthread_mutex_t log_mutex = PTHREAD_MUTEX_INITIALIZER;
 static kg_log_level_t log_level = KG_LOG_INFO;
@@ -117,6 +118,7 @@ static void vlog(kg_log_level_t level, const char *prefix, int status, const cha
   if (log_format == KG_LOG_FORMAT_JSON) {
     char msg[6144];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    kg_secret_mask(msg); /* before escaping: a secret is found as it is, not as JSON spells it */
     n = format_json(line, sizeof line - 2, level, &ts, msg, status);
   } else {
     if (*prefix) {
@@ -127,9 +129,14 @@ static void vlog(kg_log_level_t level, const char *prefix, int status, const cha
       n = (int)strftime(line, sizeof line, "%Y-%m-%d %H:%M:%S", &tm);
       n += snprintf(line + n, sizeof line - (size_t)n, ".%03ld %s ", ts.tv_nsec / 1000000, names[level]);
     }
+    if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
+    int head = n;
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     if (m < 0) m = 0;
     n += m;
+    if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
+    line[n] = '\0';
+    if (kg_secret_mask(line + head)) n = (int)strlen(line); /* the message, masked, is shorter */
   }
   if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
   line[n++] = '\n';
@@ -166,10 +173,13 @@ static void write_line(const char *line, size_t n) {
 }
 
 void kg_log_line_raw(const char *prefix, const char *text) {
+  char *shown = kg_xstrdup(text);
+  kg_secret_mask(shown);
   pthread_mutex_lock(&log_mutex);
-  fprintf(stderr, "%s%s\n", prefix, text);
+  fprintf(stderr, "%s%s\n", prefix, shown);
   fflush(stderr);
   pthread_mutex_unlock(&log_mutex);
+  free(shown);
 }
 
 void kg_log_set_status(const char *text) {
@@ -181,6 +191,7 @@ void kg_log_set_status(const char *text) {
   status_lines = 0;
   if (text && *text) {
     status_text = kg_xstrdup(text);
+    kg_secret_mask(status_text);
     for (const char *p = text; *p; p++)
       status_lines += *p == '\n';
     fputs(status_text, stderr);

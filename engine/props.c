@@ -1,23 +1,29 @@
-/* props.c: the ordered property map and a Java-properties reader with ${env:VAR} substitution.
+/* props.c: the ordered property map and a Java-properties reader with ${env:VAR} and ${file:PATH} substitution.
  *
  * The reader follows java.util.Properties.load: logical lines joined by a trailing odd backslash, '#'
  * and '!' comments, a key ended by the first unescaped '=', ':' or blank, and the escapes \t \n \r \f
- * \uXXXX. Values may then refer to environment variables (${env:HOME}) and to other keys (${job.name}),
- * as Gobblin's job files do. */
+ * \uXXXX. Values may then refer to environment variables (${env:HOME}), to files (${file:/etc/kingest/password},
+ * a secret) and to other keys (${job.name}), as Gobblin's job files do. */
 #include "props.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "json.h"
+#include "log.h"
+#include "secret.h"
 
 typedef struct {
   char *key;
   char *value;
   char *origin;
+  bool from_file; /* the value holds what a ${file:} reference read: a secret whatever the name */
 } kg_prop_t;
 
 struct kg_props {
@@ -60,8 +66,17 @@ void kg_props_set(kg_props_t *props, const char *key, const char *value, const c
   char *v = kg_xstrdup(value);
   free(p->value);
   p->value = v;
+  p->from_file = false;
   free(p->origin);
   p->origin = origin ? kg_xstrdup(origin) : NULL;
+  /* A value still to be resolved is noted once resolved (kg_props_resolve). */
+  if (!strstr(v, "${") && kg_props_is_secret(p->key, v)) kg_secret_note(v);
+}
+
+void kg_props_set_secret(kg_props_t *props, const char *key, const char *value, const char *origin) {
+  kg_props_set(props, key, value, origin);
+  find(props, key)->from_file = true;
+  kg_secret_note(value);
 }
 
 const char *kg_props_get(const kg_props_t *props, const char *key) {
@@ -101,6 +116,12 @@ bool kg_props_is_secret(const char *key, const char *value) {
     s += len;
     if (*s) s++;
   }
+  /* A name that says where a secret is, or how it is given, holds none: ssl.key.location,
+   * basic.auth.credentials.source, hadoop.security.credential.provider.path. */
+  static const char *const pointers[] = {"location", "path",  "file", "dir", "source", "provider",
+                                         "type",     "class", "url",  "uri", NULL};
+  for (const char *const *w = pointers; n && *w; w++)
+    if (!strcmp(words[n - 1], *w)) return url_with_password(value);
   for (size_t i = 0; i < n; i++) {
     const char *w = words[i];
     if (strstr(w, "password") || strstr(w, "passwd") || strstr(w, "secret") || strstr(w, "credential") ||
@@ -117,6 +138,18 @@ bool kg_props_is_secret(const char *key, const char *value) {
   }
   return url_with_password(value);
 }
+
+bool kg_props_secret(const kg_props_t *props, const char *key) {
+  const kg_prop_t *p = find(props, key);
+  return p && (p->from_file || kg_props_is_secret(p->key, p->value));
+}
+
+const char *kg_props_shown(const kg_props_t *props, const char *key) {
+  const kg_prop_t *p = find(props, key);
+  if (!p) return NULL;
+  return kg_props_secret(props, key) ? KG_SECRET_MASK : p->value;
+}
+
 size_t kg_props_count(const kg_props_t *props) { return props->count; }
 const char *kg_props_key_at(const kg_props_t *props, size_t i) { return props->items[i].key; }
 const char *kg_props_value_at(const kg_props_t *props, size_t i) { return props->items[i].value; }
@@ -251,8 +284,70 @@ int kg_props_load_file(kg_props_t *props, const char *path, char *errbuf) {
   return rc;
 }
 
-/* Expands references in the value of item IDX into OUT. DEPTH guards against cycles. */
-static int expand(kg_props_t *props, size_t idx, const char *value, kg_buf_t *out, int depth, char *errbuf) {
+/* The biggest secret file read: a password, a token, a key in PEM; not a keystore. */
+#define KG_SECRET_FILE_MAX (1024 * 1024)
+
+/* Appends the text of the secret file PATH (the reference of property P, shown as WHERE) to OUT, less one trailing
+ * newline (\n or \r\n); a WARN when others than its owner may read it. Messages name the property and the path,
+ * never what the file holds. */
+static int read_secret_file(const kg_prop_t *p, const char *where, const char *path, kg_buf_t *out, char *errbuf) {
+  if (!*path) return kg_fail(errbuf, KG_EINVAL, "%s: property %s: ${file:} names no file", where, p->key);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st)) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to file %s, which cannot be read: %s", where, p->key,
+                   path, strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to %s, which is not a file", where, p->key, path);
+  }
+  if (st.st_size > KG_SECRET_FILE_MAX) {
+    close(fd);
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s: property %s refers to file %s, of %lld bytes: more than the %d a secret "
+                   "may have",
+                   where, p->key, path, (long long)st.st_size, KG_SECRET_FILE_MAX);
+  }
+  if (st.st_mode & (S_IRGRP | S_IROTH))
+    KG_WARN("%s: property %s reads a secret from %s, which its group or others may read (mode %04o): chmod 600 it",
+            where, p->key, path, (unsigned)(st.st_mode & 07777));
+  char *text = kg_xmalloc((size_t)st.st_size + 1);
+  size_t len = 0;
+  for (ssize_t got; len < (size_t)st.st_size; len += (size_t)got) {
+    got = read(fd, text + len, (size_t)st.st_size - len);
+    if (got < 0 && errno == EINTR)
+      got = 0;
+    else if (got <= 0)
+      break;
+  }
+  int e = errno;
+  close(fd);
+  int rc = KG_OK;
+  if (len < (size_t)st.st_size)
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to file %s, which cannot be read: %s", where, p->key, path,
+                 e ? strerror(e) : "it became shorter");
+  else if (memchr(text, 0, len))
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: property %s refers to file %s, which holds a NUL byte: a property value "
+                 "is text",
+                 where, p->key, path);
+  if (rc == KG_OK) {
+    if (len && text[len - 1] == '\n') len--;
+    if (len && text[len - 1] == '\r') len--;
+    kg_buf_append(out, text, len);
+  }
+  memset(text, 0, (size_t)st.st_size);
+  free(text);
+  return rc;
+}
+
+/* Expands references in the value of item IDX into OUT; *SECRET becomes true when a ${file:} was read into it,
+ * directly or through another key. DEPTH guards against cycles. */
+static int expand(kg_props_t *props, size_t idx, const char *value, kg_buf_t *out, bool *secret, int depth,
+                  char *errbuf) {
   const kg_prop_t *p = &props->items[idx];
   const char *where = p->origin ? p->origin : p->key;
   if (depth > 32) return kg_fail(errbuf, KG_EINVAL, "%s: property %s: references form a cycle", where, p->key);
@@ -267,30 +362,28 @@ static int expand(kg_props_t *props, size_t idx, const char *value, kg_buf_t *ou
     const char *close = strchr(open + 2, '}');
     if (!close) return kg_fail(errbuf, KG_EINVAL, "%s: property %s: unterminated ${ in value", where, p->key);
     char *ref = kg_xstrndup(open + 2, (size_t)(close - open - 2));
+    int rc = KG_OK;
     if (!strncmp(ref, "env:", 4)) {
       const char *v = getenv(ref + 4);
-      if (!v) {
-        int rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to environment variable %s, which is not set",
-                         where, p->key, ref + 4);
-        free(ref);
-        return rc;
-      }
-      kg_buf_append(out, v, strlen(v));
+      if (!v)
+        rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to environment variable %s, which is not set", where,
+                     p->key, ref + 4);
+      else
+        kg_buf_append(out, v, strlen(v));
+    } else if (!strncmp(ref, "file:", 5)) {
+      rc = read_secret_file(p, where, ref + 5, out, errbuf);
+      *secret = true;
     } else {
       kg_prop_t *target = find(props, ref);
       if (!target) {
-        int rc =
-            kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to ${%s}, which is not defined", where, p->key, ref);
-        free(ref);
-        return rc;
-      }
-      int rc = expand(props, (size_t)(target - props->items), target->value, out, depth + 1, errbuf);
-      if (rc) {
-        free(ref);
-        return rc;
+        rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s refers to ${%s}, which is not defined", where, p->key, ref);
+      } else {
+        if (target->from_file) *secret = true;
+        rc = expand(props, (size_t)(target - props->items), target->value, out, secret, depth + 1, errbuf);
       }
     }
     free(ref);
+    if (rc) return rc;
     s = close + 1;
   }
   return KG_OK;
@@ -299,22 +392,28 @@ static int expand(kg_props_t *props, size_t idx, const char *value, kg_buf_t *ou
 int kg_props_resolve(kg_props_t *props, char *errbuf) {
   size_t n = props->count;
   char **resolved = kg_xcalloc(n, sizeof(char *));
+  bool *secret = kg_xcalloc(n ? n : 1, sizeof(bool));
   int rc = KG_OK;
   for (size_t i = 0; i < n && rc == KG_OK; i++) {
     if (!strstr(props->items[i].value, "${")) continue;
     kg_buf_t out = {0};
     kg_buf_append(&out, "", 0);
-    rc = expand(props, i, props->items[i].value, &out, 0, errbuf);
+    rc = expand(props, i, props->items[i].value, &out, &secret[i], 0, errbuf);
     resolved[i] = out.data;
   }
   for (size_t i = 0; i < n; i++) {
+    kg_prop_t *p = &props->items[i];
     if (rc == KG_OK && resolved[i]) {
-      free(props->items[i].value);
-      props->items[i].value = resolved[i];
-    } else {
+      free(p->value);
+      p->value = resolved[i];
+      p->from_file = p->from_file || secret[i];
+      if (kg_props_secret(props, p->key)) kg_secret_note(p->value);
+    } else if (resolved[i]) {
+      memset(resolved[i], 0, strlen(resolved[i]));
       free(resolved[i]);
     }
   }
   free(resolved);
+  free(secret);
   return rc;
 }

@@ -76,6 +76,9 @@ typedef struct {
   char *file;                     /* metrics.reporting.prometheus.file: absolute, "" for none */
   char *pushgateway_url;          /* metrics.reporting.prometheus.pushgateway.url without a trailing /, "" for none */
   int64_t pushgateway_timeout_ms; /* metrics.reporting.prometheus.pushgateway.timeout.ms */
+  char *pushgateway_ca_file;      /* metrics.reporting.prometheus.pushgateway.ssl.ca.location, "" for the system's */
+  char *pushgateway_user;         /* of metrics.reporting.prometheus.pushgateway.basic.auth.user.info, "" for none */
+  char *pushgateway_password;     /* its password */
 } kg_prom_reporter_options_t;
 extern const kg_config_section_t kg_reporter_prom_section;
 const kg_prom_reporter_options_t *kg_prom_reporter_options(const kg_config_t *config);

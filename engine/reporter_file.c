@@ -10,6 +10,7 @@
 #include "fs.h"
 #include "log.h"
 #include "report.h"
+#include "secret.h"
 
 /* Appends LEN bytes of DATA to the metrics file PATH in folder DIR (metrics.log.dir). The metrics files are
  * written by the file reporter to the local file system, whatever file system the writer uses. */
@@ -18,7 +19,15 @@ static int append_metrics(const char *dir, const char *path, const char *data, s
   kg_fs_stream_t *stream = NULL;
   char err[KG_ERRLEN];
   if (kg_fs_mkdirs(fs, dir, err) || kg_fs_create(fs, path, KG_FS_APPEND, &stream, err)) return KG_EIO;
+  char *shown = NULL;
+  if (kg_secret_any()) { /* a secret an error or a script's metric would quote is masked (secret.h) */
+    shown = kg_xmalloc(len + 1);
+    memcpy(shown, data, len);
+    kg_secret_mask_bytes(shown, &len);
+    data = shown;
+  }
   int rc = kg_fs_stream_write(stream, data, len, err);
+  free(shown);
   if (kg_fs_stream_close(stream, err) && !rc) rc = KG_EIO;
   return rc;
 }

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "parse.h"
 #include "report.h"
+#include "secret.h"
 
 /* ---- The text format. */
 
@@ -534,15 +535,17 @@ static void script_metrics(prom_text_t *t, const prom_run_t *run, bool warn) {
 }
 
 /* The text of RUN; JOB_LABEL: with the job label (the file), else without (the Pushgateway's grouping key gives
- * it). */
+ * it). A secret a label or a script's metric would quote is masked (secret.h). */
 static void render(prom_text_t *t, const prom_run_t *run, bool job_label) {
   memset(t, 0, sizeof *t);
   t->job = job_label ? run->report->config->job_name : NULL;
   run_metrics(t, run);
-  if (!run->final) return;
-  total_metrics(t, run);
-  partition_metrics(t, run);
-  script_metrics(t, run, job_label);
+  if (run->final) {
+    total_metrics(t, run);
+    partition_metrics(t, run);
+    script_metrics(t, run, job_label);
+  }
+  if (t->out.data) kg_secret_mask_bytes(t->out.data, &t->out.len);
 }
 
 /* ---- Where the text goes. */
@@ -590,24 +593,41 @@ static char *group_url(const kg_config_t *c) {
   return url.data;
 }
 
-/* PUTs BODY to URL within TIMEOUT_MS (connecting included); an answer other than 2xx is an error, said as its
- * status and the first line of its first 512 bytes. */
-static int push(const char *url, const char *body, size_t len, int64_t timeout_ms, char *errbuf) {
+/* PUTs BODY to URL with O's timeout (connecting included), CA file and credentials; an answer other than 2xx is an
+ * error, said as its status and the first line of its first 512 bytes, and for 401 and 403 the user (never the
+ * password); a TLS failure names the CA file. */
+static int push(const kg_prom_reporter_options_t *o, const char *url, const char *body, size_t len, char *errbuf) {
   static const char *const headers[] = {"Content-Type: text/plain; version=0.0.4; charset=utf-8", NULL};
+  bool basic = *o->pushgateway_user;
   kg_http_request_t req = {.method = "PUT",
                            .url = url,
                            .headers = headers,
                            .body = {.kind = KG_HTTP_BODY_MEMORY, .data = body ? body : "", .len = (int64_t)len},
                            .answer = {.cap = 512, .truncate = true},
-                           .connect_timeout_ms = timeout_ms,
-                           .timeout_ms = timeout_ms,
+                           .connect_timeout_ms = o->pushgateway_timeout_ms,
+                           .timeout_ms = o->pushgateway_timeout_ms,
+                           .tls = {.ca_file = *o->pushgateway_ca_file ? o->pushgateway_ca_file : NULL},
+                           .auth = {.kind = basic ? KG_HTTP_AUTH_BASIC : KG_HTTP_AUTH_NONE,
+                                    .user = o->pushgateway_user,
+                                    .password = o->pushgateway_password},
                            .any_status = true,
                            .service = "Pushgateway"};
   kg_http_response_t resp = {0};
   int rc = kg_http_perform(NULL, &req, &resp, errbuf);
   if (!rc && (resp.status < 200 || resp.status > 299)) {
-    kg_http_reason(&resp, errbuf, KG_ERRLEN);
-    rc = KG_EIO;
+    char reason[KG_ERRLEN / 2];
+    kg_http_reason(&resp, reason, sizeof reason);
+    if (resp.status == 401 || resp.status == 403)
+      rc = kg_fail(errbuf, KG_EIO, "%s (%s%s%s)", reason, basic ? "user " : "", basic ? o->pushgateway_user : "",
+                   basic ? ", from metrics.reporting.prometheus.pushgateway.basic.auth.user.info"
+                         : "no credentials given: metrics.reporting.prometheus.pushgateway.basic.auth.user.info");
+    else
+      rc = kg_fail(errbuf, KG_EIO, "%s", reason);
+  } else if (rc && resp.failure == KG_HTTP_FAIL_TLS) {
+    rc = kg_fail(errbuf, KG_EIO, "%s (the Pushgateway's certificate checked against %s%s)", resp.error,
+                 *o->pushgateway_ca_file ? "metrics.reporting.prometheus.pushgateway.ssl.ca.location="
+                                         : "the system's CAs",
+                 o->pushgateway_ca_file);
   } else if (rc && resp.attempts) {
     rc = kg_fail(errbuf, KG_EIO, "%s", resp.error);
   }
@@ -626,19 +646,21 @@ static struct {
   atomic_bool done; /* it has finished */
   char *url;
   kg_buf_t body;
-  int64_t timeout_ms;
+  const kg_prom_reporter_options_t *options; /* the run's config's, which outlives the push */
   bool warned; /* an interim report of this run has failed and said so: the next ones stay quiet */
 } interim_push;
 
 static void *interim_push_thread(void *arg) {
   (void)arg;
   char err[KG_ERRLEN];
-  if (push(interim_push.url, interim_push.body.data, interim_push.body.len, interim_push.timeout_ms, err) &&
+  if (push(interim_push.options, interim_push.url, interim_push.body.data, interim_push.body.len, err) &&
       !interim_push.warned) {
     interim_push.warned = true;
+    char shown[1024];
+    kg_http_shown_url(interim_push.url, shown, sizeof shown);
     KG_WARN("cannot push the interim metrics to the Pushgateway at %s (metrics.reporting.prometheus.pushgateway.url): "
             "%s; the run goes on (later interim failures are not logged)",
-            interim_push.url, err);
+            shown, err);
   }
   atomic_store(&interim_push.done, true);
   return NULL;
@@ -689,7 +711,7 @@ static void prom_interim(const kg_report_t *report, const kg_task_t *tasks, size
     interim_push.body = t.out;
     t.out = (kg_buf_t){0};
     text_free(&t);
-    interim_push.timeout_ms = o->pushgateway_timeout_ms;
+    interim_push.options = o;
     atomic_store(&interim_push.done, false);
     if (pthread_create(&interim_push.thread, NULL, interim_push_thread, NULL) == 0) {
       interim_push.started = true;
@@ -833,12 +855,13 @@ static void prom_final(const kg_report_t *report, const kg_task_t *tasks, size_t
   if (*o->pushgateway_url) {
     prom_text_t t;
     render(&t, &run, false);
-    char *url = group_url(c);
-    if (push(url, t.out.data, t.out.len, o->pushgateway_timeout_ms, err))
+    char *url = group_url(c), shown[1024];
+    kg_http_shown_url(url, shown, sizeof shown);
+    if (push(o, url, t.out.data, t.out.len, err))
       KG_WARN("cannot push the metrics to the Pushgateway at %s (metrics.reporting.prometheus.pushgateway.url): %s",
-              url, err);
+              shown, err);
     else
-      KG_INFO("Pushed the Prometheus metrics to %s", url);
+      KG_INFO("Pushed the Prometheus metrics to %s", shown);
     free(url);
     text_free(&t);
   }
@@ -890,10 +913,46 @@ static int set_pushgateway_url(const kg_config_t *c, void *options, const kg_pro
   return KG_OK;
 }
 
+/* metrics.reporting.prometheus.pushgateway.ssl.ca.location: empty for the system's CAs, else a file that can be read,
+ * made absolute. */
+static int set_pushgateway_ca(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                              kg_property_value_t *v, char *errbuf) {
+  (void)p;
+  kg_prom_reporter_options_t *o = options;
+  char *value = v->s;
+  o->pushgateway_ca_file = *value ? kg_config_absolute(value) : kg_xstrdup("");
+  free(value);
+  if (*o->pushgateway_ca_file && access(o->pushgateway_ca_file, R_OK))
+    return kg_fail(errbuf, KG_EINVAL, "%s: property %s=%s: the CA file cannot be read: %s", kg_config_origin(c, key),
+                   key, o->pushgateway_ca_file, strerror(errno));
+  return KG_OK;
+}
+
+/* metrics.reporting.prometheus.pushgateway.basic.auth.user.info: user:password (split at the first ':'), or empty. */
+static int set_pushgateway_user_info(const kg_config_t *c, void *options, const kg_property_t *p, const char *key,
+                                     kg_property_value_t *v, char *errbuf) {
+  (void)p;
+  kg_prom_reporter_options_t *o = options;
+  char *value = v->s;
+  const char *colon = strchr(value, ':');
+  o->pushgateway_user = kg_xstrndup(value, colon ? (size_t)(colon - value) : 0);
+  o->pushgateway_password = kg_xstrdup(colon ? colon + 1 : "");
+  int rc = KG_OK;
+  if (*value && !colon)
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: property %s is not user:password", kg_config_origin(c, key), key);
+  memset(value, 0, strlen(value));
+  free(value);
+  return rc;
+}
+
 static void clear(void *options) {
   kg_prom_reporter_options_t *o = options;
   free(o->file);
   free(o->pushgateway_url);
+  free(o->pushgateway_ca_file);
+  free(o->pushgateway_user);
+  if (o->pushgateway_password) memset(o->pushgateway_password, 0, strlen(o->pushgateway_password));
+  free(o->pushgateway_password);
 }
 
 #define KG_FIELD(f) KG_FIELD_OF(kg_prom_reporter_options_t, f)
@@ -920,6 +979,19 @@ static const kg_property_t rows[] = {
      KG_FIELD(pushgateway_timeout_ms),
      .doc = "Longest a push to the Pushgateway may take, connecting included; one that takes longer is given up with "
             "a WARN and the run goes on."},
+    {.name = "metrics.reporting.prometheus.pushgateway.ssl.ca.location",
+     .type = KG_PROP_STRING,
+     .def = "",
+     .set = set_pushgateway_ca,
+     .doc = "PEM file of the certificate authorities an `https://` Pushgateway's certificate is checked against; "
+            "empty: the system's ([Security](security.md#the-schema-registry-and-the-pushgateway))."},
+    {.name = "metrics.reporting.prometheus.pushgateway.basic.auth.user.info",
+     .type = KG_PROP_STRING,
+     .def = "",
+     .set = set_pushgateway_user_info,
+     .secret = true,
+     .doc = "Basic authentication with the Pushgateway (its `--web.config.file`'s `basic_auth_users`): "
+            "`user:password`, split at the first `:`. A secret: never printed; give it with `${file:PATH}`."},
 };
 
 const kg_config_section_t kg_reporter_prom_section = {.name = "report.prometheus",

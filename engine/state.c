@@ -7,6 +7,7 @@
 #include "state.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "fault.h"
 #include "fs.h"
 #include "metrics.h"
+#include "secret.h"
 
 struct kg_state {
   sqlite3 *db;
@@ -148,7 +150,7 @@ int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **ou
     return rc;
   }
   if (create) {
-    int rc = kg_fs_mkdirs(kg_fs_local(), dir, errbuf);
+    int rc = kg_fs_local_mkdirs_mode(dir, 0700, errbuf);
     if (rc) {
       free(path);
       return kg_fail(errbuf, KG_EIO, "state.store.dir %s cannot be created: %s", dir, strerror(errno));
@@ -157,6 +159,12 @@ int kg_state_open(const char *dir, const char *job, bool create, kg_state_t **ou
   kg_state_t *s = kg_xcalloc(1, sizeof *s);
   s->path = path;
   bool existed = exists(path);
+  if (create && !existed) {
+    /* Made here, readable by its owner only: SQLite makes a new database 0644, and its -wal and -shm files with the
+     * database's own mode. An empty file is a new database to SQLite. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+  }
   int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX;
   if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
     int rc = db_fail(s, errbuf, "cannot open");
@@ -559,7 +567,10 @@ int kg_state_run_end(kg_state_t *s, const char *job_id, int64_t ended_ms, const 
   sqlite3_bind_int64(st, 6, counts->quarantined);
   sqlite3_bind_int64(st, 7, counts->deleted);
   sqlite3_bind_text(st, 8, result, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 9, message ? message : "", -1, SQLITE_TRANSIENT);
+  char *shown = kg_xstrdup(message ? message : "");
+  kg_secret_mask(shown); /* a run's error may quote what it was given */
+  sqlite3_bind_text(st, 9, shown, -1, SQLITE_TRANSIENT);
+  free(shown);
   sqlite3_bind_int64(st, 10, counts->tombstones);
   sqlite3_bind_text(st, 11, job_id, -1, SQLITE_TRANSIENT);
   int rc = sqlite3_step(st);

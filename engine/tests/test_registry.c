@@ -384,8 +384,10 @@ static void stumble_refused(const stumble_t *s) {
     CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_EREGISTRY);
     CHECK(now_ms() - t0 < 30000);
     char want[1024];
-    snprintf(want, sizeof want, "authentication refused by schema registry %s%s: HTTP %d (%s)", s->url, s->path, status,
-             status == 401 ? "unauthorized" : "forbidden");
+    snprintf(want, sizeof want,
+             "authentication refused by schema registry %s%s (no credentials given: "
+             "kafka.schema.registry.basic.auth.user.info or kafka.schema.registry.bearer.auth.token): HTTP %d (%s)",
+             s->url, s->path, status, status == 401 ? "unauthorized" : "forbidden");
     CHECK_CONTAINS(err, want);
     CHECK_CONTAINS(err, "2 attempts");
     CHECK_INT(kg_registry_requests(r), 2);
@@ -452,6 +454,7 @@ static void stumble_secret_hidden(const stumble_t *s) {
   CHECK_INT(kg_registry_new_with(&o, &r, err), KG_OK);
   CHECK_INT(kg_registry_schema_by_id(r, s->id, 4, &schema, err), KG_EREGISTRY);
   CHECK_CONTAINS(err, "authentication refused by schema registry http://***@127.0.0.1:");
+  CHECK_CONTAINS(err, " (user kingest, basic authentication from the URL): HTTP 401 (unauthorized)");
   CHECK(!strstr(err, "s3cr3t"));
   kg_registry_destroy(r);
 }

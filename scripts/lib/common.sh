@@ -1,4 +1,4 @@
-# scripts/lib/common.sh: what the service scripts (scripts/kafka, scripts/hadoop, scripts/registry) and the
+# scripts/lib/common.sh: what the service scripts (scripts/kafka, scripts/hadoop, scripts/registry, scripts/kdc) and the
 # developer scripts share: messages, checks of the command line and of the tools, free ports, the state folder's
 # lock, the pids of daemons and their stopping, Maven fetches, and help texts. Sourced, never run.
 #

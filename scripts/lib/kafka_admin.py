@@ -7,10 +7,18 @@ confluent-kafka), in a tenth of the time of a Kafka-tools JVM per call.
     kafka_admin.py BOOTSTRAP delete TOPIC
     kafka_admin.py BOOTSTRAP delete-records TOPIC PARTITION OFFSET   (OFFSET -1: the latest)
     kafka_admin.py BOOTSTRAP offsets TOPIC   ("TOPIC:PARTITION EARLIEST LATEST" lines, by partition)
+    kafka_admin.py serve SOCKET BOOTSTRAP [PID]
 
 create and add-partitions return once every partition has a leader, delete once the topic is no longer listed,
 delete-records once the log start offset is where it was asked to be. Errors go to stderr with exit status 1.
+
+serve keeps one admin client of BOOTSTRAP and answers HTTP on the Unix socket SOCKET, so that a command costs a
+curl instead of a Python start and a connection: POST /BOOTSTRAP with the command and its arguments as the body,
+one per line; the answer is 200 with what the command prints, or 422 with its error. A request for another
+BOOTSTRAP gets 421 (the caller asks without the server). With PID (the broker's), the server ends once that
+process is gone or SOCKET was removed.
 """
+import io
 import os
 import sys
 import time
@@ -21,10 +29,12 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSp
 TIMEOUT = 30.0
 
 
+class Failure(Exception):
+    """What a command could not do, as its one-line error."""
+
+
 def fail(msg):
-    sys.stderr.write("kafka_admin: %s\n" % msg)
-    sys.stdout.flush()
-    os._exit(1)
+    raise Failure(msg)
 
 
 def wait_for(what, predicate):
@@ -71,18 +81,19 @@ def watermarks(admin, topic, parts):
     return {p: (ends[0][p], ends[1][p]) for p in parts}
 
 
-def main(argv):
-    if len(argv) < 3:
-        fail("usage: kafka_admin.py BOOTSTRAP COMMAND ARGS...")
-    bootstrap, cmd, args = argv[1], argv[2], argv[3:]
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+def new_admin(bootstrap):
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+
+
+def run(admin, cmd, args, out):
+    """Runs CMD with ARGS, writing what it prints to OUT; raises Failure."""
     if cmd == "create" and len(args) >= 2:
         topic, n = args[0], int(args[1])
         config = dict(kv.split("=", 1) for kv in args[2:])
         result(admin.create_topics([NewTopic(topic, n, 1, config=config)], operation_timeout=TIMEOUT),
                "creating topic %s" % topic)
         wait_for("topic %s: not all %d partitions have a leader" % (topic, n), lambda: led(admin, topic) == n)
-        print("Created topic %s." % topic)
+        out.write("Created topic %s.\n" % topic)
     elif cmd == "add-partitions" and len(args) == 2:
         topic, n = args[0], int(args[1])
         partitions_of(admin, topic)
@@ -110,13 +121,88 @@ def main(argv):
         topic = args[0]
         marks = watermarks(admin, topic, partitions_of(admin, topic))
         for p in sorted(marks):
-            print("%s:%d %d %d" % (topic, p, marks[p][0], marks[p][1]))
+            out.write("%s:%d %d %d\n" % (topic, p, marks[p][0], marks[p][1]))
     else:
-        fail("unknown command or arguments: %s" % " ".join(argv[2:]))
+        fail("unknown command or arguments: %s" % " ".join([cmd] + list(args)))
+
+
+def serve(sock_path, bootstrap, broker_pid=None):
+    import http.server
+    import socketserver
+    import threading
+
+    admin = new_admin(bootstrap)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+            args = body.split("\n")
+            if args and args[-1] == "":
+                args.pop()
+            out = io.StringIO()
+            if self.path != "/" + bootstrap:
+                code, text = 421, "this server speaks to %s" % bootstrap
+            elif not args:
+                code, text = 422, "no command"
+            else:
+                try:
+                    run(admin, args[0], args[1:], out)
+                    code, text = 200, out.getvalue()
+                except Failure as e:
+                    code, text = 422, str(e)
+                except Exception as e:  # the client's own, e.g. a metadata request that timed out
+                    code, text = 422, "%s: %s" % (args[0], e)
+            data = text.encode()
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *_):
+            pass
+
+    class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+        daemon_threads = True
+
+    if os.path.exists(sock_path):
+        os.unlink(sock_path)
+    server = Server(sock_path, Handler)
+    ino = os.stat(sock_path).st_ino
+
+    def watch():
+        while True:
+            time.sleep(1)
+            try:
+                if broker_pid:
+                    os.kill(broker_pid, 0)
+                if os.stat(sock_path).st_ino != ino:
+                    break
+            except OSError:
+                break
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+    sys.stdout.write("kafka_admin: serving %s on %s\n" % (bootstrap, sock_path))
+    sys.stdout.flush()
+    server.serve_forever()
+
+
+def main(argv):
+    if len(argv) in (4, 5) and argv[1] == "serve":
+        serve(argv[2], argv[3], int(argv[4]) if len(argv) == 5 else None)
+        return
+    if len(argv) < 3:
+        fail("usage: kafka_admin.py BOOTSTRAP COMMAND ARGS...")
+    run(new_admin(argv[1]), argv[2], argv[3:], sys.stdout)
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    code = 0
+    try:
+        main(sys.argv)
+    except Failure as e:
+        sys.stderr.write("kafka_admin: %s\n" % e)
+        code = 1
     sys.stdout.flush()
     # The client's orderly teardown costs half a second and there is nothing left to tear down for.
-    os._exit(0)
+    os._exit(code)

@@ -45,9 +45,11 @@ end
 -- How a case's Hadoop job runs, as generic options of Streaming that go before the case's own mr.streaming.args.
 -- "yarn": each map in a container of its own, as a real cluster runs them (the cases about failed and retried map
 -- attempts, and the one that kills a job while its map is busy: YARN kills a container's processes, while a job
--- killed in uber mode leaves its coordinator's Streaming child running on its own). "uber": on YARN still, but the maps run one after the other inside the job's coordinator (Hadoop's uber
--- mode: no container and no JVM per map). "local": Hadoop's local job runner, the maps inside the client's JVM, no
--- YARN (the cases about kingest's side of the job only).
+-- killed in uber mode leaves its coordinator's Streaming child running on its own). "uber": on YARN still, but the
+-- maps run one after the other inside the job's coordinator (Hadoop's uber mode: no container and no JVM per map).
+-- "local": Hadoop's local job runner, the maps inside the client's JVM, no YARN (the cases about kingest's side of
+-- the job only, and the runs that follow a case's YARN job: what they check, offsets, commits and what is
+-- published, is the driver's; a job in the client's JVM takes 5 s where one on YARN takes 20).
 local MODES = {
   yarn = "",
   uber = "-D mapreduce.job.ubertask.enable=true",
@@ -147,6 +149,8 @@ describe("kingest in MapReduce mode on YARN", function()
     assert.same({}, W.paths(root_mr .. "/mr"))
     -- Next run: only the new records, published once.
     produce_more(names, records, { 1, 2, 3 }, 7, "b")
+    job = H.job({ dir = work_mr, name = "OnYarn", topics = topics, code = code,
+      props = props(root_mr, "local", { ["mr.streaming.args"] = "-cmdenv KINGEST_SPEC_TAG=on" }) })
     local again = H.run_ok(job, work_mr)
     assert.matches("committed the offsets of 6 partitions", again)
     assert_published(root_mr, names, records, true)
@@ -200,6 +204,8 @@ describe("kingest in MapReduce mode on YARN", function()
     assert.same({}, W.paths(root .. "/out"))
     assert.same({}, W.paths(root .. "/mr"))
     -- The next run's Hadoop job succeeds, and its driver is killed once the commit has published one file.
+    job = H.job({ dir = work, name = "Fails", topics = names[1],
+      props = props(root, "local", { ["parallel.runner.threads"] = 1 }) })
     local code, _, err = H.run(job, work, { KINGEST_CRASH_AT = "publish:1" })
     assert.equals(128 + 9, code, err)
     assert.equals(1, #W.paths(root .. "/out"))
@@ -229,6 +235,7 @@ describe("kingest in MapReduce mode on YARN", function()
     end, 120))
     assert.same({}, W.paths(root .. "/out"))
     assert.same({}, H.stored_offsets(work, "Killed"))
+    job = H.job({ dir = work, name = "Killed", topics = names[1], props = props(root, "local") })
     local again = H.run_ok(job, work)
     assert.truthy(again:find("Removed the task data of an earlier run that did not finish: " .. root .. "/mr/Killed/"
       .. dead, 1, true), again)
@@ -247,8 +254,8 @@ describe("kingest in MapReduce mode on YARN", function()
     local hold = work .. "/hold"
     H.spit(hold, "")
     finally(function() os.remove(hold) end)
-    local job = H.job({ dir = work, name = "EnvJob", topics = names[1],
-      props = props(root, "yarn", { ["kafka.brokers"] = H.UNSET, ["progress.interval.ms"] = 1000,
+    local function env_job(mode) return H.job({ dir = work, name = "EnvJob", topics = names[1],
+      props = props(root, mode, { ["kafka.brokers"] = H.UNSET, ["progress.interval.ms"] = 1000,
         ["kafka.fetch.batch.size"] = 5, ["mr.streaming.args"] = "-cmdenv KINGEST_SPEC_SECRET=" .. secret }),
       prelude = "local seen = 0",
       code = table.concat({
@@ -260,7 +267,8 @@ describe("kingest in MapReduce mode on YARN", function()
         "  while f do f:close() os.execute('sleep 0.2') f = io.open(" .. string.format("%q", hold) .. ") end",
         "  return msg",
         "end,",
-      }, "\n") })
+      }, "\n") }) end
+    local job = env_job("yarn")
     local env = { GOBBLIN_WORK_DIR = work, KINGEST_SPEC_BROKERS = H.bootstrap(), KINGEST_SPEC_SECRET = secret }
     local p = H.spawn({ "run", job }, env, work .. "/first")
     assert.truthy(H.wait_until(function() return H.stderr_of(p):find("Hadoop job: job_%d+_%d+ running") end, 90),
@@ -291,7 +299,7 @@ describe("kingest in MapReduce mode on YARN", function()
     assert.same({}, H.stored_offsets(work, "EnvJob"))
     -- The next run, with the same environment: every record, once, from the driver's brokers.
     os.remove(hold)
-    local again = H.run_ok(job, work, env)
+    local again = H.run_ok(env_job("local"), work, env)
     assert.matches("Job job_EnvJob_%d+ completed in %d+ms: 100 records", again)
     assert_published(root, names, records, true)
     assert.same({ [names[1] .. ":0"] = 60, [names[1] .. ":1"] = 40 }, H.stored_offsets(work, "EnvJob"))

@@ -2,7 +2,7 @@
 """An HTTP proxy in front of the schema registry of scripts/registry that answers for it when told to, for the
 specs of a registry that stumbles (spec/integration/avro_spec.lua, engine/tests/test_registry.c).
 
-    registry_proxy.py TARGET_URL [--port N] [--port-file FILE]
+    registry_proxy.py TARGET_URL [--port N] [--port-file FILE] [--tls-cert PEM --tls-key PEM] [--basic USER:PASSWORD]
 
 Listens on 127.0.0.1:N (0, the default: a free port, printed as "registry_proxy: listening on 127.0.0.1:<port>"
 on stdout and written to FILE) and hands each request on to TARGET_URL (the registry's base URL, path kept),
@@ -22,7 +22,13 @@ relaying its answer. Requests to /_proxy/... control it instead:
                        given, "hang", or "passed <status>").
 
 Faults are tried in the order given; one used up is skipped. Runs until killed (SIGTERM).
+
+With --tls-cert and --tls-key it speaks HTTPS (that certificate and key, PEM) instead of HTTP; with --basic, a
+request without basic authentication of USER:PASSWORD gets HTTP 401 with Confluent's error body and is not handed
+on (controls included), as a secured registry answers.
 """
+import base64
+import ssl
 import argparse
 import email.utils
 import http.server
@@ -59,6 +65,7 @@ def log(path, answer):
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     target = ""
+    basic = None  # "user:password" every request must authenticate with, or None
 
     def log_message(self, fmt, *args):
         pass
@@ -90,7 +97,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(200, b"added\n")
         return self.answer(404, b"no such control\n")
 
+    def authorized(self):
+        """True when no credentials are asked for or the request has them; else answers 401 itself."""
+        if self.basic is None:
+            return True
+        given = self.headers.get("Authorization", "")
+        if given == "Basic " + base64.b64encode(self.basic.encode()).decode():
+            return True
+        log(self.path, 401)
+        body = json.dumps({"error_code": 401, "message": "Unauthorized: bad user name or password"}).encode()
+        self.answer(401, body, [("WWW-Authenticate", 'Basic realm="SchemaRegistry"'),
+                                ("Content-Type", "application/vnd.schemaregistry.v1+json")])
+        return False
+
     def do_GET(self):
+        if not self.authorized():
+            return
         url = urllib.parse.urlsplit(self.path)
         if url.path.startswith("/_proxy/"):
             return self.control(url)
@@ -138,10 +160,18 @@ def main():
     p.add_argument("target")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--port-file")
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    p.add_argument("--basic")
     a = p.parse_args()
     Handler.target = a.target.rstrip("/")
+    Handler.basic = a.basic
     server = http.server.ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
+    if a.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(a.tls_cert, a.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     port = server.server_address[1]
     if a.port_file:
         with open(a.port_file + ".tmp", "w") as f:
