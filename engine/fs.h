@@ -50,6 +50,9 @@ struct kg_fs {
   /* mkdir -p; a folder made is durable (the local backend syncs the folder it was made in, and a sync that fails
    * fails the call). The local backend also leaves errno set on failure. */
   int (*mkdirs)(kg_fs_t *fs, const char *path, char *errbuf);
+  /* As mkdirs, the folders it makes readable and writable by their owner only (for what holds the records a run
+   * read); NULL when the backend has no modes to give or its mkdirs already does. */
+  int (*mkdirs_private)(kg_fs_t *fs, const char *path, char *errbuf);
   /* Opens PATH (whose folder exists) for writing as MODE says; *OUT is owned by the caller, who ends it
    * with its close or abort. On failure the reason alone goes to ERRBUF, as for streams. */
   int (*create)(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf);
@@ -152,6 +155,9 @@ void kg_fs_point(const char *what);
 
 /* The calls the engine makes; each is the backend's function (see above). */
 static inline int kg_fs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) { return fs->mkdirs(fs, path, errbuf); }
+static inline int kg_fs_mkdirs_private(kg_fs_t *fs, const char *path, char *errbuf) {
+  return fs->mkdirs_private ? fs->mkdirs_private(fs, path, errbuf) : fs->mkdirs(fs, path, errbuf);
+}
 static inline int kg_fs_create(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf) {
   return fs->create(fs, path, mode, out, errbuf);
 }

@@ -561,10 +561,11 @@ static int check_path(const webhdfs_t *w, const char *path, char *errbuf) {
                  w->name);
 }
 
-static int webhdfs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
+/* MKDIRS, with EXTRA (more query parameters) when not NULL. */
+static int mkdirs_with(kg_fs_t *fs, const char *path, const char *extra, char *errbuf) {
   const webhdfs_t *w = state(fs);
   if (check_path(w, path, errbuf)) return KG_EIO;
-  char *url = op_url(w, path, "MKDIRS", NULL);
+  char *url = op_url(w, path, "MKDIRS", extra);
   kg_http_response_t r = {0};
   char why[KG_ERRLEN];
   int rc = request(w, "PUT", url, NULL, RETRY_IDEMPOTENT, &r, why);
@@ -578,6 +579,17 @@ static int webhdfs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
   free(url);
   if (rc) errno = EIO;
   return rc;
+}
+
+static int webhdfs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) { return mkdirs_with(fs, path, NULL, errbuf); }
+
+/* The folders made get mode 700 (HDFS gives it to each folder the call makes); a folder that exists keeps its own:
+ * it is not asked for at all. */
+static int webhdfs_mkdirs_private(kg_fs_t *fs, const char *path, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  bool found = false, is_dir = false;
+  if (check_path(w, path, errbuf) || file_status(w, path, &found, &is_dir, errbuf)) return KG_EIO;
+  return found ? KG_OK : mkdirs_with(fs, path, "&permission=700", errbuf);
 }
 
 static int webhdfs_create(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf) {
@@ -956,6 +968,7 @@ static kg_fs_t *webhdfs_fs(webhdfs_t *w, bool tls) {
   kg_fs_t *fs = kg_xcalloc(1, sizeof *fs);
   fs->scheme = tls ? "swebhdfs" : "webhdfs";
   fs->mkdirs = webhdfs_mkdirs;
+  fs->mkdirs_private = webhdfs_mkdirs_private;
   fs->create = webhdfs_create;
   fs->rename = webhdfs_rename;
   fs->exists = webhdfs_exists;

@@ -258,6 +258,10 @@ static int prepare(kg_job_t *job, kg_lock_t **lock, kg_state_t **state, char *er
     if (rc) return rc;
   }
   if ((rc = kg_fs_check_writable(job->pub_fs, c->final_dir, "data.publisher.final.dir", errbuf))) return rc;
+  /* Task data on a file system with modes of its own (HDFS) is made its owner's only too, when it is made. */
+  char why[KG_ERRLEN];
+  if (strcmp(job->fs->scheme, "file") && (rc = kg_fs_mkdirs_private(job->fs, c->task_data_root, why)))
+    return kg_fail(errbuf, rc, "task.data.root.dir: %s", why);
   if ((rc = kg_fs_check_writable(job->fs, c->task_data_root, "task.data.root.dir", errbuf))) return rc;
   if (!kg_publish_crosses(&job->publish) &&
       (rc = kg_fs_check_same_fs(job->fs, c->task_data_root, "task.data.root.dir", c->final_dir,
