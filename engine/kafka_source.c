@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hadoop_token.h"
 #include "log.h"
 #include "parse.h"
 
@@ -471,6 +472,47 @@ static void describe_login(rd_kafka_conf_t *conf, char *out, size_t size) {
   }
 }
 
+/* With SASL's GSSAPI and a keytab: that the keytab can be read and holds a key of the principal kinit logs in as
+ * (librdkafka only reports that kinit exited 1, with kinit's reason on stderr), else KG_EAUTH naming both, before
+ * any broker is asked. */
+static int check_keytab(rd_kafka_conf_t *conf, const char *brokers, const char *login, char *errbuf) {
+  char protocol[32] = "", mechanism[32] = "", keytab[1024] = "", principal[512] = "";
+  size_t n = sizeof protocol;
+  if (rd_kafka_conf_get(conf, "security.protocol", protocol, &n) != RD_KAFKA_CONF_OK ||
+      strncasecmp(protocol, "sasl", 4))
+    return KG_OK;
+  n = sizeof mechanism;
+  if (rd_kafka_conf_get(conf, "sasl.mechanisms", mechanism, &n) != RD_KAFKA_CONF_OK || strcasecmp(mechanism, "GSSAPI"))
+    return KG_OK;
+  n = sizeof keytab;
+  if (rd_kafka_conf_get(conf, "sasl.kerberos.keytab", keytab, &n) != RD_KAFKA_CONF_OK || !*keytab) return KG_OK;
+  n = sizeof principal;
+  if (rd_kafka_conf_get(conf, "sasl.kerberos.principal", principal, &n) != RD_KAFKA_CONF_OK) *principal = 0;
+  char **names = NULL, why[KG_ERRLEN];
+  size_t count = 0;
+  kg_buf_t held = {0};
+  int rc = kg_keytab_principals(keytab, &names, &count, why);
+  bool found = false;
+  for (size_t i = 0; !rc && i < count; i++) {
+    found = found || kg_keytab_principal_matches(principal, names[i]);
+    kg_buf_appendf(&held, "%s%s", i ? ", " : "", names[i]);
+  }
+  if (rc)
+    rc = kg_fail(errbuf, KG_EAUTH,
+                 "authentication with Kafka at kafka.brokers=%s failed (%s): the Kerberos login cannot work: "
+                 "kafka.consumer.sasl.kerberos.keytab=%s: %s",
+                 brokers, login, keytab, why);
+  else if (!found)
+    rc = kg_fail(errbuf, KG_EAUTH,
+                 "authentication with Kafka at kafka.brokers=%s failed (%s): the Kerberos login cannot work: "
+                 "kafka.consumer.sasl.kerberos.keytab=%s has no keys of kafka.consumer.sasl.kerberos.principal=%s "
+                 "(it holds: %s)",
+                 brokers, login, keytab, principal, held.data ? held.data : "no keys");
+  kg_buf_free(&held);
+  kg_keytab_principals_free(names, count);
+  return rc;
+}
+
 /* The client's own TLS files as kafka.consumer.* names them, into OUT ("" when it has none): the key with the
  * property of its password, when one is set. */
 static void tls_files(const rd_kafka_conf_t *conf, char *out, size_t cap) {
@@ -535,6 +577,12 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   k->nbootstrap = count_entries(o->brokers);
   atomic_init(&k->refused, false);
   describe_login(conf, k->login, sizeof k->login);
+  if ((rc = check_keytab(conf, o->brokers, k->login, errbuf))) {
+    rd_kafka_conf_destroy(conf);
+    pthread_mutex_destroy(&k->lock);
+    free(k);
+    return rc;
+  }
   rd_kafka_conf_set_opaque(conf, k); /* for log_cb, from the client's first connection on */
   char err[512], files[KG_ERRLEN / 2];
   tls_files(conf, files, sizeof files);
