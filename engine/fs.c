@@ -1,6 +1,8 @@
 /* fs.c: the file system registry (a backend per URI scheme) and the calls built on a backend's functions. */
 #include "fs.h"
 
+#include "fs_s3.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -18,6 +20,8 @@ static const struct {
 } backends[] = {
     {"file", kg_fs_local_open, NULL, NULL},
     {"webhdfs", kg_fs_webhdfs_open, NULL, NULL},
+    {"s3a", NULL, &kg_fs_s3_section, kg_fs_s3_open},
+    {"s3", NULL, &kg_fs_s3_section, kg_fs_s3_open},
 };
 
 /* The test hook's wrapper of the local backend and its counter of named points (kg_fs_wrap_local). */
@@ -44,7 +48,8 @@ int kg_fs_open_config(const kg_config_t *config, const char *uri, const char *pr
   size_t n = colon ? (size_t)(colon - uri) : 0;
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
     if (n == strlen(backends[i].scheme) && !strncmp(uri, backends[i].scheme, n)) {
-      kg_fs_t *wrapper = backends[i].open == kg_fs_local_open && local_wrapper ? local_wrapper() : NULL;
+      kg_fs_t *wrapper =
+          backends[i].open && backends[i].open == kg_fs_local_open && local_wrapper ? local_wrapper() : NULL;
       if (wrapper) { /* a test hook's wrapper of the local file system */
         *out = wrapper;
         return KG_OK;
@@ -213,7 +218,8 @@ const kg_config_section_t kg_fs_section = {.name = "fs", .rows = rows, .nrows = 
 
 const kg_config_section_t *kg_fs_section_at(size_t i) {
   for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++)
-    if (backends[b].section && i-- == 0) return backends[b].section;
+    if (backends[b].section && (!b || backends[b].section != backends[b - 1].section) && i-- == 0)
+      return backends[b].section; /* a section once, for the schemes of one backend */
   return NULL;
 }
 
