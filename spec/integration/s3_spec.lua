@@ -32,4 +32,112 @@ describe("output to S3", function()
     lines[#lines + 1] = "one more"
     assert.same(H.sorted(lines), H.sorted(got))
   end)
+
+  it("publishes rolled gzip, time-partitioned and Avro output exactly once", function()
+    local lines = {}
+    for i = 1, 900 do lines[i] = string.format("gz %04d", i) end
+    local topic = H.topic_with("s3_gz", lines)
+    local work = H.workdir("s3_gz")
+    local bucket = S.bucket("gz")
+    H.run_ok(job(work, topic, S.props(bucket, "/gz", {
+      ["writer.codec.type"] = "gzip",
+      ["writer.file.max.records"] = "400",
+      ["writer.partitioner.class"] = "TimeBasedWriterPartitioner",
+      ["writer.partition.pattern"] = "yyyy/MM/dd",
+      ["writer.partition.timezone"] = "UTC",
+    })), work)
+    local got, by_key = S.records(bucket, "gz/")
+    assert.same(lines, H.sorted(got))
+    local keys = {}
+    for k in pairs(by_key) do keys[#keys + 1] = k end
+    assert.equals(3, #keys)
+    local day = os.date("!%Y/%m/%d")
+    for _, k in ipairs(keys) do assert.matches("^gz/" .. literal(topic) .. "/" .. day .. "/part%.task_.*%.gz$", k) end
+    -- Avro: each line a record of the job's schema, read back with fastavro.
+    local awork = H.workdir("s3_avro")
+    local apath = H.job({ dir = awork, name = "S3Avro", topics = topic, props = S.props(bucket, "/avro", {
+      ["writer.output.format"] = "avro", ["writer.file.max.records"] = "500" }), code = [[
+  schema = '{"type":"record","name":"Line","fields":[{"name":"id","type":"long"},{"name":"text","type":"string"}]}',
+  decodeRecord = function(rec)
+    local v = rec:value()
+    return { id = tonumber(v:match("%d+")), text = v }
+  end,
+]] })
+    H.run_ok(apath, awork)
+    local records = S.records(bucket, "avro/")
+    assert.equals(900, #records)
+    local texts = {}
+    for i, r in ipairs(records) do
+      texts[i] = r.text
+      assert.equals(tonumber(r.text:match("%d+")), r.id)
+    end
+    assert.same(lines, H.sorted(texts))
+  end)
+
+  it("uploads a large file in parts, several at once, under If-None-Match, leaving no upload behind", function()
+    local lines, line = {}, string.rep("x", 180)
+    for i = 1, 70000 do lines[i] = string.format("%06d %s", i, line) end -- about 13 MB: three parts of 5 MB
+    local topic = H.topic_with("s3_multi", lines)
+    local work = H.workdir("s3_multi")
+    local bucket = S.bucket("multi")
+    H.run_ok(job(work, topic, S.props(bucket, "/big", {
+      ["fs.s3a.multipart.threshold"] = "5M",
+      ["fs.s3a.multipart.size"] = "5M",
+      ["fs.s3a.fast.upload.active.blocks"] = "3",
+    })), work)
+    local objects = S.objects(bucket, "big/")
+    assert.equals(1, #objects)
+    assert.matches("%-3$", objects[1].etag) -- S3's ETag of an object completed from three parts
+    local got = S.lines(bucket, "big/")
+    assert.equals(70000, #got)
+    assert.same(lines, got)
+    assert.same({}, S.uploads(bucket, "big/"))
+  end)
+
+  describe("bad input", function()
+    -- Runs a job whose S3 settings EXTRA override the good ones and asserts that it fails naming NAMES, that
+    -- nothing is published and that no offset is stored.
+    local function fails(name, extra, names, env, status)
+      local topic = H.topic_with("s3_bad", { "a", "b" })
+      local work = H.workdir("s3_bad_" .. name)
+      local bucket = S.bucket("bad")
+      local props = S.props(bucket, "/out", extra)
+      if extra.bucket then props["data.publisher.fs.uri"] = "s3a://" .. extra.bucket; props.bucket = nil end
+      local last, log = H.run_fails(job(work, topic, props), work, status, names, env)
+      assert.same({}, S.objects(bucket, ""))
+      assert.is_nil(H.stored_offsets(work, "S3Job")[topic .. ":0"])
+      return last, log
+    end
+
+    it("names S3, the bucket, the status and SignatureDoesNotMatch for a wrong secret", function()
+      local last = fails("secret", { ["fs.s3a.secret.key"] = "not-the-secret" },
+        { "S3 bucket ", "HTTP 403", "SignatureDoesNotMatch", "data.publisher.final.dir" })
+      assert.falsy(last:find("not-the-secret", 1, true))
+    end)
+
+    it("names InvalidAccessKeyId for a key the server does not know", function()
+      fails("key", { ["fs.s3a.access.key"] = "AKIANOSUCHKEY" }, { "HTTP 403", "InvalidAccessKeyId" })
+    end)
+
+    it("names NoSuchBucket for a bucket that is not there", function()
+      fails("bucket", { bucket = "no-such-bucket-kg" }, { "S3 bucket no-such-bucket-kg", "HTTP 404", "NoSuchBucket" })
+    end)
+
+    it("names RequestTimeTooSkewed for a clock far off", function()
+      fails("skew", {}, { "HTTP 403", "RequestTimeTooSkewed" }, { KINGEST_S3_CLOCK_SKEW = "-3600" })
+    end)
+
+    it("bounds an endpoint that refuses connections by its attempts, and says so", function()
+      local _, port = H.sh("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])'")
+      fails("endpoint", { ["fs.s3a.endpoint"] = "http://127.0.0.1:" .. H.trim(port), ["fs.s3a.attempts.maximum"] = "3" },
+        { "S3 bucket ", "3 attempts", "Couldn't connect" })
+    end)
+
+    it("refuses task data staged directly on S3", function()
+      local work = H.workdir("s3_stage")
+      local bucket = S.bucket("stage")
+      local props = S.props(bucket, "/out", { ["writer.fs.uri"] = "s3a://" .. bucket })
+      H.run_fails(job(work, "t", props), work, 78, { "writer.fs.uri=s3a://", "cannot be staged on an object store" })
+    end)
+  end)
 end)

@@ -54,6 +54,18 @@ function S.lines(bucket, prefix, env)
   return lines, objects
 end
 
+-- The records of every object under PREFIX (text lines, gzip undone, or Avro records as tables), all in one list,
+-- and a table of key to its records.
+function S.records(bucket, prefix, env)
+  local all, by_key = {}, {}
+  for line in S.tool({ "records", bucket, prefix or "" }, env):gmatch("[^\n]+") do
+    local o = json.decode(line)
+    by_key[o.key] = o.records
+    for _, r in ipairs(o.records) do all[#all + 1] = r end
+  end
+  return all, by_key
+end
+
 -- The unfinished multipart uploads under PREFIX: a list of { key, id }.
 function S.uploads(bucket, prefix, env)
   local list = {}

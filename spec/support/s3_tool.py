@@ -8,6 +8,8 @@ S3_ENDPOINT with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY when set (moto).
   s3_tool.py put BUCKET KEY             stdin as the object
   s3_tool.py uploads BUCKET PREFIX      the unfinished multipart uploads under PREFIX as JSON lines: {"key", "id"}
   s3_tool.py begin BUCKET KEY           begin a multipart upload, print its id
+  s3_tool.py records BUCKET PREFIX      the records of every object under PREFIX, one JSON line per object:
+                                        {"key", "records"}: text lines (gzip undone) or Avro records (fastavro)
 """
 import json
 import os
@@ -47,6 +49,20 @@ def main(argv):
     elif cmd == "uploads":
         for u in s3.list_multipart_uploads(Bucket=bucket, Prefix=argv[3]).get("Uploads", []):
             print(json.dumps({"key": u["Key"], "id": u["UploadId"]}))
+    elif cmd == "records":
+        import gzip
+        import io
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=argv[3]):
+            for o in page.get("Contents", []):
+                data = s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
+                if o["Key"].endswith(".avro"):
+                    import fastavro
+                    records = list(fastavro.reader(io.BytesIO(data)))
+                else:
+                    if o["Key"].endswith(".gz"):
+                        data = gzip.decompress(data)
+                    records = data.decode().splitlines()
+                print(json.dumps({"key": o["Key"], "records": records}))
     elif cmd == "begin":
         print(s3.create_multipart_upload(Bucket=bucket, Key=argv[3])["UploadId"])
     else:
