@@ -8,6 +8,7 @@ S3_ENDPOINT with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY when set (moto).
   s3_tool.py put BUCKET KEY             stdin as the object
   s3_tool.py uploads BUCKET PREFIX      the unfinished multipart uploads under PREFIX as JSON lines: {"key", "id"}
   s3_tool.py begin BUCKET KEY           begin a multipart upload, print its id
+  s3_tool.py dump BUCKET PREFIX         every object under PREFIX as JSON lines: {"key", "size", "body"} (text)
   s3_tool.py records BUCKET PREFIX      the records of every object under PREFIX, one JSON line per object:
                                         {"key", "records"}: text lines (gzip undone) or Avro records (fastavro)
 """
@@ -49,6 +50,11 @@ def main(argv):
     elif cmd == "uploads":
         for u in s3.list_multipart_uploads(Bucket=bucket, Prefix=argv[3]).get("Uploads", []):
             print(json.dumps({"key": u["Key"], "id": u["UploadId"]}))
+    elif cmd == "dump":
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=argv[3]):
+            for o in page.get("Contents", []):
+                body = s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
+                print(json.dumps({"key": o["Key"], "size": o["Size"], "body": body.decode("utf-8", "replace")}))
     elif cmd == "records":
         import gzip
         import io
