@@ -32,6 +32,11 @@ static bool is_ours(const kg_move_t *m, const kg_fs_object_t *there) {
   return !m->etag || (there->etag && !strcmp(there->etag, m->etag));
 }
 
+kg_object_decision_t kg_commit_object_decide(const kg_move_t *m, const kg_fs_object_t *there) {
+  if (there->size < 0) return KG_OBJECT_WRITE;
+  return is_ours(m, there) ? KG_OBJECT_PUBLISHED : KG_OBJECT_FOREIGN;
+}
+
 /* Writes M's object under If-None-Match: *. An object already there is M's own when it has the journalled size and
  * ETag (a write whose answer was lost and was tried again); anything else there is another's, an error that names
  * the key. *ETAG: the ETag the store gave, when the journal did not foresee it (a new string, else NULL). */
@@ -236,8 +241,9 @@ static int recover_object(kg_state_t *state, const kg_publish_t *p, const char *
   const kg_fs_object_ops_t *o = p->dst->object;
   kg_fs_object_t there = {.size = -1};
   int rc = o->head(p->dst, m->dst, &there, errbuf);
-  if (!rc && there.size >= 0) {
-    if (!is_ours(m, &there))
+  kg_object_decision_t decision = kg_commit_object_decide(m, &there);
+  if (!rc && decision != KG_OBJECT_WRITE) {
+    if (decision == KG_OBJECT_FOREIGN)
       rc = kg_fail(errbuf, KG_EIO,
                    "cannot finish the commit of %s: %s is there and is not the object this commit wrote (%lld bytes, "
                    "ETag %s; the journal has %lld bytes%s%s): it is never overwritten; remove it, or the job's journal "

@@ -94,6 +94,75 @@ describe("output to S3", function()
     assert.same({}, S.uploads(bucket, "big/"))
   end)
 
+  describe("the commit without rename", function()
+    local BIG = { ["fs.s3a.multipart.threshold"] = "5M", ["fs.s3a.multipart.size"] = "5M" }
+    local function big_topic(name)
+      local lines, pad = {}, string.rep("y", 150)
+      for i = 1, 40000 do lines[i] = string.format("%05d %s", i, pad) end -- about 6 MB: two parts
+      return H.topic_with(name, lines), lines
+    end
+
+    it("journals each key and its upload id before the upload; a run killed there has its upload aborted and the "
+      .. "object written by the next", function()
+      local topic, lines = big_topic("s3_jrnl")
+      local work = H.workdir("s3_jrnl")
+      local bucket = S.bucket("jrnl")
+      local path = job(work, topic, S.props(bucket, "/out", BIG))
+      local code = H.run(path, work, { KINGEST_CRASH_AT = "journaled" })
+      assert.are_not.equal(0, code)
+      local db = work .. "/state-store/S3Job.db"
+      local rows = H.sqlite(db, "SELECT dst, upload_id, size, etag FROM pending_moves")
+      assert.equals(1, #rows)
+      local key = rows[1][1]:sub(2)
+      assert.matches("^out/" .. literal(topic) .. "/part%.task_S3Job_%d+_0%.txt$", key)
+      assert.matches("%-2$", rows[1][4]) -- the ETag foreseen: two parts
+      local ups = S.uploads(bucket, "out/")
+      assert.same({ { key = key, id = rows[1][2] } }, ups) -- the journalled upload, begun and not completed
+      assert.same({}, S.objects(bucket, "out/"))
+      local log = H.run_ok(path, work)
+      assert.matches("Aborted the unfinished upload", log)
+      assert.same({}, S.uploads(bucket, "out/"))
+      local objects = S.objects(bucket, "out/")
+      assert.equals(1, #objects)
+      assert.equals(key, objects[1].key)
+      assert.equals(rows[1][4], objects[1].etag)
+      assert.equals(tonumber(rows[1][3]), objects[1].size)
+      assert.same(lines, (S.lines(bucket, "out/")))
+      assert.equals(40000, H.stored_offsets(work, "S3Job")[topic .. ":0"])
+    end)
+
+    it("never overwrites an object it did not write at a journalled key: the error names the key", function()
+      local topic = H.topic_with("s3_theirs", { "mine 1", "mine 2" })
+      local work = H.workdir("s3_theirs")
+      local bucket = S.bucket("theirs")
+      local path = job(work, topic, S.props(bucket, "/out"))
+      assert.are_not.equal(0, (H.run(path, work, { KINGEST_CRASH_AT = "journaled" })))
+      local dst = H.sqlite(work .. "/state-store/S3Job.db", "SELECT dst FROM pending_moves")[1][1]
+      local theirs = H.tmp .. "/" .. H.unique("theirs")
+      H.spit(theirs, "someone else's\n")
+      S.tool({ "put", bucket, dst:sub(2) }, nil, theirs)
+      H.run_fails(path, work, nil, { dst, "is not the object this commit wrote", "never overwritten" })
+      assert.equals("someone else's\n", S.get(bucket, dst:sub(2)))
+      assert.is_nil(H.stored_offsets(work, "S3Job")[topic .. ":0"])
+    end)
+
+    it("sweeps the uploads a killed run began and never journalled, and leaves others' alone", function()
+      local topic = H.topic_with("s3_orphan", { "o1", "o2" })
+      local work = H.workdir("s3_orphan")
+      local bucket = S.bucket("orphan")
+      local orphan = "out/" .. topic .. "/part.task_S3Job_1700000000000_0.txt"
+      local other = "out/" .. topic .. "/part.task_OtherJob_1700000000000_0.txt"
+      S.tool({ "begin", bucket, orphan })
+      S.tool({ "begin", bucket, other })
+      local log = H.run_ok(job(work, topic, S.props(bucket, "/out")), work)
+      assert.matches("Aborted an unfinished upload a killed run left: /" .. literal(orphan), log)
+      local left = S.uploads(bucket, "out/")
+      assert.equals(1, #left)
+      assert.equals(other, left[1].key)
+      assert.same({ "o1", "o2" }, H.sorted((S.lines(bucket, "out/"))))
+    end)
+  end)
+
   describe("bad input", function()
     -- Runs a job whose S3 settings EXTRA override the good ones and asserts that it fails naming NAMES, that
     -- nothing is published and that no offset is stored.
