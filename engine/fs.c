@@ -1,8 +1,6 @@
 /* fs.c: the file system registry (a backend per URI scheme) and the calls built on a backend's functions. */
 #include "fs.h"
 
-#include "fs_s3.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

@@ -169,6 +169,10 @@ int kg_fs_local_open(const char *uri, kg_fs_t **out, char *errbuf);
  * NameNode's HTTP port. PARAMS: user.name (else USER, else $USER, else the effective uid's name), auth=simple
  * (Kerberos is refused), connect.timeout.ms, timeout.ms, attempts. Each open makes a new kg_fs_t. */
 int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf);
+/* fs_s3.c's entry in the registry and its property rows (fs.s3a.*): S3, s3a://BUCKET or s3://BUCKET (fs_s3.h).
+ * OPTIONS are the section's (kg_s3_options_t), NULL for their defaults. */
+int kg_fs_s3_open(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
+extern const kg_config_section_t kg_fs_s3_section;
 /* Fault injection for tests (as SQLite's xSetSystemCall): the local backend calls FSYNC instead of fsync(2)
  * from now on; NULL puts fsync(2) back. Not thread-safe: set it while nothing else uses the file system. */
 void kg_fs_local_set_fsync(int (*fsync_fn)(int fd));

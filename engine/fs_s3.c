@@ -200,6 +200,7 @@ static const kg_property_t rows[] = {
      .type = KG_PROP_STRING,
      .def = "",
      FIELD(sse_key),
+     .secret = true,
      .doc = "SSE-KMS's key (an id or ARN); empty: the account's default KMS key."},
     {.name = "fs.s3a.connection.establish.timeout",
      .type = KG_PROP_STRING,

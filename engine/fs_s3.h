@@ -27,11 +27,8 @@ typedef struct {
   bool given_region;      /* fs.s3a.endpoint.region was given */
 } kg_s3_options_t;
 
-extern const kg_config_section_t kg_fs_s3_section;
-
-/* fs.c's entry in the registry: s3a://BUCKET or s3://BUCKET (a path after it is refused: the path is the final
- * folder's). OPTIONS NULL: the defaults (no request is made either way). */
-int kg_fs_s3_open(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
+/* kg_fs_s3_open and kg_fs_s3_section (fs.h): s3a://BUCKET or s3://BUCKET (a path after it is refused: the path is
+ * the final folder's); no request is made at open. */
 
 /* Credentials as found. Strings owned (kg_s3_creds_clear). */
 typedef struct {
