@@ -228,8 +228,14 @@ static const kg_property_t rows[] = {
      .doc = "The pause before a request's second try, doubled for each next one (at most 20 s)."},
 };
 
-const kg_config_section_t kg_fs_s3_section = {
-    .name = "fs.s3a", .rows = rows, .nrows = sizeof rows / sizeof rows[0], .size = sizeof(kg_s3_options_t)};
+/* What the setters made: the region (set_region's). */
+static void clear(void *options) { free(((kg_s3_options_t *)options)->region); }
+
+const kg_config_section_t kg_fs_s3_section = {.name = "fs.s3a",
+                                              .rows = rows,
+                                              .nrows = sizeof rows / sizeof rows[0],
+                                              .size = sizeof(kg_s3_options_t),
+                                              .clear = clear};
 
 /* ---- credentials ------------------------------------------------------------------------------------------ */
 

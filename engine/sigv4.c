@@ -112,7 +112,7 @@ int kg_sigv4_sign(const char *method, const char *url, const char *const *header
     }
     i += len + 1;
   }
-  qsort(params, nparams, sizeof *params, param_cmp);
+  if (nparams) qsort(params, nparams, sizeof *params, param_cmp);
 
   kg_buf_t c = {0}, signed_names = {0};
   kg_buf_appendf(&c, "%s\n%.*s\n", method, plen ? (int)plen : 1, plen ? path : "/");
