@@ -27,6 +27,8 @@ static const struct {
     {"file", local_open, NULL},
     {"webhdfs", webhdfs_open, &kg_webhdfs_section},
     {"swebhdfs", webhdfs_open, &kg_webhdfs_section},
+    {"s3a", kg_fs_s3_open, &kg_fs_s3_section},
+    {"s3", kg_fs_s3_open, &kg_fs_s3_section},
 };
 
 /* The test hook's wrapper of the local backend and its counter of named points (kg_fs_wrap_local). */
@@ -78,6 +80,19 @@ int kg_fs_open_config(const char *uri, const char *property, const kg_config_t *
 
 void kg_fs_close(kg_fs_t *fs) {
   if (fs && fs->close) fs->close(fs);
+}
+
+void kg_fs_object_clear(kg_fs_object_t *o) {
+  free(o->path);
+  free(o->etag);
+  free(o->upload_id);
+  *o = (kg_fs_object_t){.size = -1};
+}
+
+void kg_fs_objects_free(kg_fs_object_t *objects, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    kg_fs_object_clear(&objects[i]);
+  free(objects);
 }
 
 void kg_fs_list_free(char **names, size_t count) {

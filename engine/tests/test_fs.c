@@ -46,10 +46,10 @@ static void test_registry(void) {
   CHECK(fs == kg_fs_local());
   CHECK_INT(kg_fs_open("", "fs.uri", &fs, err), KG_OK);
   CHECK(fs == kg_fs_local());
-  CHECK_INT(kg_fs_open("s3://bucket/", "writer.fs.uri", &fs, err), KG_EINVAL);
+  CHECK_INT(kg_fs_open("gs://bucket/", "writer.fs.uri", &fs, err), KG_EINVAL);
   CHECK(fs == NULL);
-  CHECK_CONTAINS(err, "writer.fs.uri=s3://bucket/");
-  CHECK_CONTAINS(err, "(kingest has: file, webhdfs, swebhdfs)");
+  CHECK_CONTAINS(err, "writer.fs.uri=gs://bucket/");
+  CHECK_CONTAINS(err, "(kingest has: file, webhdfs, swebhdfs, s3a, s3)");
   /* hdfs:// is HDFS's RPC protocol, which kingest does not speak: the error points at WebHDFS. */
   CHECK_INT(kg_fs_open("hdfs://namenode:8020/", "writer.fs.uri", &fs, err), KG_EINVAL);
   CHECK_CONTAINS(err, "writer.fs.uri=hdfs://namenode:8020/");
