@@ -945,6 +945,9 @@ static int s3_put_new(kg_fs_t *fs, const char *local_path, const char *path, con
   }
   kg_http_headers_t h = {0};
   kg_http_headers_add(&h, "If-None-Match", "*");
+  /* Google Cloud Storage's XML API honours If-None-Match on reads only; its own precondition for "only if there is
+   * no object yet" is generation 0, on a PUT as on the completion of a multipart upload. */
+  if (s->base && strstr(s->base, "storage.googleapis.com")) kg_http_headers_add(&h, "x-goog-if-generation-match", "0");
   kg_http_response_t r = {0};
   int rc;
   if (!upload_id) {
