@@ -8,14 +8,16 @@
 #include <unistd.h>
 
 /* One row per backend: the URI scheme it serves, how to open it, and its property rows (NULL: none; its settings
- * are its URI's parameters). */
+ * are its URI's parameters). A backend with rows opens with OPEN_WITH, given its section's options (NULL: their
+ * defaults). */
 static const struct {
   const char *scheme;
   int (*open)(const char *uri, kg_fs_t **out, char *errbuf);
   const kg_config_section_t *section;
+  int (*open_with)(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
 } backends[] = {
-    {"file", kg_fs_local_open, NULL},
-    {"webhdfs", kg_fs_webhdfs_open, NULL},
+    {"file", kg_fs_local_open, NULL, NULL},
+    {"webhdfs", kg_fs_webhdfs_open, NULL, NULL},
 };
 
 /* The test hook's wrapper of the local backend and its counter of named points (kg_fs_wrap_local). */
@@ -32,6 +34,10 @@ void kg_fs_point(const char *what) {
 }
 
 int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbuf) {
+  return kg_fs_open_config(NULL, uri, property, out, errbuf);
+}
+
+int kg_fs_open_config(const kg_config_t *config, const char *uri, const char *property, kg_fs_t **out, char *errbuf) {
   *out = NULL;
   if (!uri || !*uri) uri = "file:///";
   const char *colon = strchr(uri, ':');
@@ -42,6 +48,10 @@ int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbu
       if (wrapper) { /* a test hook's wrapper of the local file system */
         *out = wrapper;
         return KG_OK;
+      }
+      if (backends[i].open_with) {
+        const void *options = config && backends[i].section ? kg_config_options(config, backends[i].section) : NULL;
+        return backends[i].open_with(uri, options, out, errbuf);
       }
       return backends[i].open(uri, out, errbuf);
     }
@@ -62,6 +72,19 @@ int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbu
 
 void kg_fs_close(kg_fs_t *fs) {
   if (fs && fs->close) fs->close(fs);
+}
+
+void kg_fs_object_clear(kg_fs_object_t *o) {
+  free(o->path);
+  free(o->etag);
+  free(o->upload_id);
+  *o = (kg_fs_object_t){.size = -1};
+}
+
+void kg_fs_objects_free(kg_fs_object_t *objects, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    kg_fs_object_clear(&objects[i]);
+  free(objects);
 }
 
 void kg_fs_list_free(char **names, size_t count) {

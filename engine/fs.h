@@ -15,6 +15,7 @@
 
 typedef struct kg_fs kg_fs_t;
 typedef struct kg_fs_stream kg_fs_stream_t;
+typedef struct kg_fs_object_ops kg_fs_object_ops_t;
 
 /* How kg_fs_create opens a file. */
 typedef enum {
@@ -78,12 +79,73 @@ struct kg_fs {
   int (*read)(kg_fs_t *fs, const char *path, kg_buf_t *out, char *errbuf);
   /* Releases what open made; NULL when there is nothing to release. */
   void (*close)(kg_fs_t *fs);
+  /* An object store's own calls (below); NULL for a file system that renames. An object store has rename NULL and
+   * create refusing (it cannot stage task output): the commit publishes to it through these. */
+  const kg_fs_object_ops_t *object;
   void *data; /* the backend's state, owned by it */
 };
 
+/* ---- object stores: file systems that cannot rename --------------------------------------------------------
+ *
+ * An object store (S3, Azure Blob) has keys, not folders, and no rename: a file is published by writing its object
+ * once, whole, under a condition that fails when the key exists (If-None-Match: *), so that nothing is ever
+ * overwritten. A large file goes as an upload in parts that becomes visible only when it is completed; an upload
+ * begun has an id (S3's UploadId; a store whose parts need no upload id makes one up), which the commit journals with
+ * the key before any byte goes, so that a later run can find the upload, abort it, and start again. Paths are the
+ * file system's absolute paths, as for every backend ("/out/topic/part.0.txt"); the backend maps them to keys.
+ *
+ * Each call returns KG_OK, or KG_EIO with a sentence in ERRBUF naming the store, the container (bucket), the key,
+ * the status and the store's own error code (S3's NoSuchBucket, SignatureDoesNotMatch...). */
+
+/* An object, or an unfinished upload. Strings owned (kg_fs_objects_free). */
+typedef struct {
+  char *path;      /* the file system path of its key */
+  int64_t size;    /* bytes; -1 when not known (an unfinished upload) */
+  char *etag;      /* the store's ETag, without quotes; NULL when not known */
+  char *upload_id; /* an unfinished upload's id; NULL for an object */
+} kg_fs_object_t;
+
+void kg_fs_object_clear(kg_fs_object_t *object);                /* frees the strings of OBJECT and zeroes it */
+void kg_fs_objects_free(kg_fs_object_t *objects, size_t count); /* clears each, then frees the array */
+
+struct kg_fs_object_ops {
+  int64_t multipart_threshold; /* a file of this many bytes or more goes as an upload in parts */
+  int64_t part_size;           /* bytes of each part but the last */
+  int concurrency;             /* parts of one upload sent at once; memory is at most PART_SIZE times this per upload
+                                  (a backend that sends parts from the file by pread needs far less) */
+  /* The ETag the store will give LOCAL_PATH written as one object (MULTIPART false) or in parts of PART_SIZE, into
+   * *ETAG (new, or NULL when the store's ETag cannot be told before it is written, as with SSE-KMS). NULL: never
+   * known before. */
+  int (*expected_etag)(kg_fs_t *fs, const char *local_path, bool multipart, char **etag, char *errbuf);
+  /* Begins an upload in parts to PATH: *UPLOAD_ID a new string. Nothing is visible at PATH until put_new completes
+   * it. */
+  int (*upload_begin)(kg_fs_t *fs, const char *path, char **upload_id, char *errbuf);
+  /* Writes local file LOCAL_PATH to PATH unless something is there: in one request when UPLOAD_ID is NULL, else as
+   * the parts of upload UPLOAD_ID, which it completes. Both under If-None-Match: *. Fills *OUT (path, size, etag) on
+   * success. When the key exists (412, or 409 for a store that says so), *EXISTS is true and the call fails with
+   * KG_EIO naming the key; the upload UPLOAD_ID is then left for the caller to abort. */
+  int (*put_new)(kg_fs_t *fs, const char *local_path, const char *path, const char *upload_id, kg_fs_object_t *out,
+                 bool *exists, char *errbuf);
+  /* The object at PATH into *OUT (size and etag); OUT->size -1 and OUT->path NULL when there is none. */
+  int (*head)(kg_fs_t *fs, const char *path, kg_fs_object_t *out, char *errbuf);
+  /* Every object whose path starts with PREFIX (no delimiter: the whole tree), in key order: *OUT a new array
+   * (kg_fs_objects_free). */
+  int (*list)(kg_fs_t *fs, const char *prefix, kg_fs_object_t **out, size_t *count, char *errbuf);
+  /* Every unfinished upload whose path starts with PREFIX (path and upload_id), as list. */
+  int (*list_uploads)(kg_fs_t *fs, const char *prefix, kg_fs_object_t **out, size_t *count, char *errbuf);
+  /* Aborts upload UPLOAD_ID of PATH, dropping its parts; one that is gone already is fine. */
+  int (*abort_upload)(kg_fs_t *fs, const char *path, const char *upload_id, char *errbuf);
+  /* Deletes the object at PATH; a missing one is fine. */
+  int (*remove)(kg_fs_t *fs, const char *path, char *errbuf);
+};
+
 /* The file system of URI (file:///, or empty for the local one), looked up by its scheme in the registry.
- * KG_EINVAL naming PROPERTY and the schemes there are when no backend serves it. Ends with kg_fs_close. */
+ * KG_EINVAL naming PROPERTY and the schemes there are when no backend serves it. Ends with kg_fs_close. A backend
+ * with property rows of its own (an object store's credentials, endpoint, part size) opens with their defaults:
+ * enough to check the URI. */
 int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbuf);
+/* kg_fs_open with the backend's options as CONFIG's properties set them (kg_config_options of its section). */
+int kg_fs_open_config(const kg_config_t *config, const char *uri, const char *property, kg_fs_t **out, char *errbuf);
 void kg_fs_close(kg_fs_t *fs); /* NULL is a no-op */
 
 /* The file systems' rows (fs.c): writer.fs.uri, fs.uri, data.publisher.fs.uri, state.store.fs.uri, each checked by
