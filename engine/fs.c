@@ -18,6 +18,10 @@ static const struct {
 } backends[] = {
     {"file", kg_fs_local_open, NULL, NULL},
     {"webhdfs", kg_fs_webhdfs_open, NULL, NULL},
+    {"wasbs", kg_fs_azure_open, &kg_fs_azure_section, kg_fs_azure_open_with},
+    {"wasb", kg_fs_azure_open, &kg_fs_azure_section, kg_fs_azure_open_with},
+    {"abfss", kg_fs_azure_open, &kg_fs_azure_section, kg_fs_azure_open_with},
+    {"abfs", kg_fs_azure_open, &kg_fs_azure_section, kg_fs_azure_open_with},
 };
 
 /* The test hook's wrapper of the local backend and its counter of named points (kg_fs_wrap_local). */
@@ -61,6 +65,15 @@ int kg_fs_open_config(const kg_config_t *config, const char *uri, const char *pr
                    "webhdfs://HOST:PORT with PORT the NameNode's HTTP port (dfs.namenode.http-address, 9870 by "
                    "default)",
                    property, uri);
+  if (n == 2 && !strncmp(uri, "gs", 2)) {
+    const char *bucket = uri + 3 + strspn(uri + 3, "/");
+    int len = (int)strcspn(bucket, "/");
+    return kg_fail(errbuf, KG_EINVAL,
+                   "property %s=%s: kingest reaches Google Cloud Storage through its S3-compatible XML API: use "
+                   "s3a://%.*s with fs.s3a.endpoint=https://storage.googleapis.com and an HMAC key as "
+                   "fs.s3a.access.key and fs.s3a.secret.key",
+                   property, uri, len ? len : 6, len ? bucket : "BUCKET");
+  }
   char schemes[128] = "";
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
     strncat(schemes, i ? ", " : "", sizeof schemes - strlen(schemes) - 1);
@@ -211,9 +224,16 @@ static const kg_property_t rows[] = {
 
 const kg_config_section_t kg_fs_section = {.name = "fs", .rows = rows, .nrows = sizeof rows / sizeof rows[0]};
 
+/* A backend that serves several schemes (wasbs, wasb, abfss, abfs) has one section: it is given once. */
+static bool section_seen_before(size_t b) {
+  for (size_t e = 0; e < b; e++)
+    if (backends[e].section == backends[b].section) return true;
+  return false;
+}
+
 const kg_config_section_t *kg_fs_section_at(size_t i) {
   for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++)
-    if (backends[b].section && i-- == 0) return backends[b].section;
+    if (backends[b].section && !section_seen_before(b) && i-- == 0) return backends[b].section;
   return NULL;
 }
 

@@ -169,6 +169,14 @@ int kg_fs_local_open(const char *uri, kg_fs_t **out, char *errbuf);
  * NameNode's HTTP port. PARAMS: user.name (else USER, else $USER, else the effective uid's name), auth=simple
  * (Kerberos is refused), connect.timeout.ms, timeout.ms, attempts. Each open makes a new kg_fs_t. */
 int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf);
+/* fs_azure.c's entry in the registry: Azure Blob Storage, wasbs://CONTAINER@ACCOUNT.blob.core.windows.net (wasb://
+ * over plain HTTP; abfss:// and abfs:// with ACCOUNT.dfs.core.windows.net, through the same Blob API), an object store
+ * (its OBJECT calls; no rename). OPTIONS are its section's (kg_fs_azure_section: the account keys, the endpoint, the
+ * block size, the retries); NULL for their defaults and no key, enough to check a URI. Each open makes a new kg_fs_t.
+ */
+int kg_fs_azure_open_with(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
+int kg_fs_azure_open(const char *uri, kg_fs_t **out, char *errbuf);
+extern const kg_config_section_t kg_fs_azure_section;
 /* Fault injection for tests (as SQLite's xSetSystemCall): the local backend calls FSYNC instead of fsync(2)
  * from now on; NULL puts fsync(2) back. Not thread-safe: set it while nothing else uses the file system. */
 void kg_fs_local_set_fsync(int (*fsync_fn)(int fd));
