@@ -139,8 +139,8 @@ static const kg_property_t rows[] = {
      .secret = true,
      .doc = "The Shared Key of a storage account, as `fs.azure.account.key.ACCOUNT.blob.core.windows.net` (or "
             "`ACCOUNT.dfs.core.windows.net` for `abfss://`): key1 or key2 as the portal shows it (base64). Without "
-            "one, `AZURE_STORAGE_KEY` when `AZURE_STORAGE_ACCOUNT` names the account ([Object "
-            "storage](#azure-blob-storage))."},
+            "one, `AZURE_STORAGE_KEY` when `AZURE_STORAGE_ACCOUNT` names the account ([Azure Blob "
+            "Storage](#azure-blob-storage))."},
     {.name = "fs.azure.blob.endpoint",
      .type = KG_PROP_STRING,
      .set = set_endpoint,
