@@ -185,6 +185,7 @@ static void clear_options(void *options) {
     free(o->keys[i].value);
   }
   free(o->keys);
+  free(o->endpoint); /* set_endpoint's */
 }
 
 const kg_config_section_t kg_fs_azure_section = {.name = "fs.azure",
