@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fault.h"
 #include "log.h"
@@ -19,6 +20,104 @@ static char *upload_path(const char *dst) {
   const char *slash = strrchr(dst, '/');
   size_t dir = slash ? (size_t)(slash - dst) + 1 : 0;
   return kg_xasprintf("%.*s_%s._COPYING_", (int)dir, dst, dst + dir);
+}
+
+/* ---- an object store: a write, not a rename --------------------------------------------------------------- */
+
+static bool to_objects(const kg_publish_t *p) { return p->dst->object != NULL; }
+
+/* Whether the object THERE is the one move M wrote: the journalled size and, when the journal knows it, ETag. */
+static bool is_ours(const kg_move_t *m, const kg_fs_object_t *there) {
+  if (there->size < 0 || there->size != m->size) return false;
+  return !m->etag || (there->etag && !strcmp(there->etag, m->etag));
+}
+
+kg_object_decision_t kg_commit_object_decide(const kg_move_t *m, const kg_fs_object_t *there) {
+  if (there->size < 0) return KG_OBJECT_WRITE;
+  return is_ours(m, there) ? KG_OBJECT_PUBLISHED : KG_OBJECT_FOREIGN;
+}
+
+/* Writes M's object under If-None-Match: *. An object already there is M's own when it has the journalled size and
+ * ETag (a write whose answer was lost and was tried again); anything else there is another's, an error that names
+ * the key. *ETAG: the ETag the store gave, when the journal did not foresee it (a new string, else NULL). */
+static int publish_object(const kg_publish_t *p, const kg_move_t *m, char **etag, char *errbuf) {
+  const kg_fs_object_ops_t *o = p->dst->object;
+  kg_fs_object_t got = {.size = -1};
+  bool exists = false;
+  *etag = NULL;
+  int rc = o->put_new(p->dst, m->src, m->dst, m->upload_id, &got, &exists, errbuf);
+  if (rc && exists) {
+    kg_fs_object_t there = {.size = -1};
+    char why[KG_ERRLEN];
+    if (!o->head(p->dst, m->dst, &there, why) && is_ours(m, &there)) {
+      rc = KG_OK;
+    } else {
+      size_t len = strlen(errbuf);
+      snprintf(errbuf + len, KG_ERRLEN - len,
+               "; it is not this commit's (%lld bytes, ETag %s; this commit wrote %lld bytes%s%s)",
+               (long long)there.size, there.etag ? there.etag : "none", (long long)m->size, m->etag ? ", ETag " : "",
+               m->etag ? m->etag : "");
+    }
+    kg_fs_object_clear(&there);
+  }
+  if (!rc && got.etag && (!m->etag || strcmp(got.etag, m->etag))) {
+    *etag = got.etag;
+    got.etag = NULL;
+  }
+  kg_fs_object_clear(&got);
+  return rc;
+}
+
+/* Before the journal: the size and foreseen ETag of each file, and an upload in parts begun for each large one, so
+ * that the journal names every upload a killed run may leave. On failure the uploads begun are aborted. */
+static int prepare_objects(const kg_publish_t *p, kg_move_t *moves, size_t nmoves, char *errbuf) {
+  const kg_fs_object_ops_t *o = p->dst->object;
+  int rc = KG_OK;
+  size_t i = 0;
+  for (; i < nmoves && !rc; i++) {
+    kg_move_t *m = &moves[i];
+    struct stat st;
+    if (stat(m->src, &st)) {
+      rc = kg_fail(errbuf, KG_EIO, "cannot publish %s: %s", m->src, strerror(errno));
+      break;
+    }
+    m->size = st.st_size;
+    bool multipart = st.st_size >= o->multipart_threshold;
+    if (o->expected_etag && (rc = o->expected_etag(p->dst, m->src, multipart, &m->etag, errbuf))) break;
+    if (multipart && (rc = o->upload_begin(p->dst, m->dst, &m->upload_id, errbuf))) break;
+  }
+  if (rc) {
+    for (size_t j = 0; j < nmoves; j++) {
+      char ignored[KG_ERRLEN];
+      if (moves[j].upload_id) o->abort_upload(p->dst, moves[j].dst, moves[j].upload_id, ignored);
+    }
+  }
+  return rc;
+}
+
+/* Aborts the unfinished uploads of the job's files under the final folder (part.task_<job>_...): a run killed
+ * between beginning an upload and journalling it leaves one, which no journal names. Called with the job lock held
+ * and no commit under way, so that every such upload is an orphan. */
+static void sweep_uploads(const kg_publish_t *p) {
+  if (!p->final_dir || !p->job_name) return;
+  const kg_fs_object_ops_t *o = p->dst->object;
+  kg_fs_object_t *ups = NULL;
+  size_t n = 0;
+  char err[KG_ERRLEN];
+  char *prefix = kg_xasprintf("%s/", p->final_dir);
+  char *mine = kg_xasprintf("part.task_%s_", p->job_name);
+  if (o->list_uploads(p->dst, prefix, &ups, &n, err)) KG_WARN("%s", err);
+  for (size_t i = 0; i < n; i++) {
+    const char *slash = strrchr(ups[i].path, '/'), *name = slash ? slash + 1 : ups[i].path;
+    if (strncmp(name, mine, strlen(mine))) continue;
+    if (o->abort_upload(p->dst, ups[i].path, ups[i].upload_id, err))
+      KG_WARN("%s", err);
+    else
+      KG_INFO("Aborted an unfinished upload a killed run left: %s (upload %s)", ups[i].path, ups[i].upload_id);
+  }
+  kg_fs_objects_free(ups, n);
+  free(mine);
+  free(prefix);
 }
 
 /* Publishes one file: a rename on one file system, or an upload under upload_path and a rename across two. */
@@ -44,12 +143,20 @@ static int publish_one(const kg_publish_t *p, const kg_move_t *m, char *errbuf) 
 /* Takes a published file back: renamed back to task output, or the upload removed (task output still has it). */
 static int unpublish_one(const kg_publish_t *p, const kg_move_t *m, char *errbuf) {
   if (!kg_publish_crosses(p)) return kg_fs_move(p->src, m->dst, m->src, errbuf);
+  if (to_objects(p)) return p->dst->object->remove(p->dst, m->dst, errbuf); /* written by this commit alone */
   return kg_fs_remove_tree(p->dst, m->dst, errbuf);
 }
 
 /* *DONE tells whether a move whose attempt failed did happen; an error when the file systems cannot tell. */
 static int was_published(const kg_publish_t *p, const kg_move_t *m, bool *done, char *errbuf) {
   *done = false;
+  if (to_objects(p)) {
+    kg_fs_object_t there = {.size = -1};
+    int rc = p->dst->object->head(p->dst, m->dst, &there, errbuf);
+    *done = !rc && is_ours(m, &there);
+    kg_fs_object_clear(&there);
+    return rc;
+  }
   if (kg_publish_crosses(p)) return kg_fs_exists(p->dst, m->dst, done, errbuf);
   bool src = true;
   int rc = kg_fs_exists(p->src, m->src, &src, errbuf);
@@ -67,6 +174,7 @@ typedef enum { MOVE_PENDING = 0, MOVE_DONE, MOVE_FAILED } move_status_t;
 typedef struct {
   const kg_publish_t *p;
   const kg_move_t *moves;
+  char **etags; /* per move, an object store's ETag that the journal did not foresee (publish_object) */
   move_status_t *status;
   size_t nmoves;
   pthread_mutex_t mutex;
@@ -85,7 +193,8 @@ static void *publish_worker(void *arg) {
     pthread_mutex_unlock(&run->mutex);
     if (i >= run->nmoves) break;
     kg_fault_scope("publish"); /* KINGEST_FAULT's publish.move and publish.dirsync */
-    int rc = publish_one(run->p, &run->moves[i], err);
+    int rc = to_objects(run->p) ? publish_object(run->p, &run->moves[i], &run->etags[i], err)
+                                : publish_one(run->p, &run->moves[i], err);
     kg_fault_scope(NULL);
     run->status[i] = rc ? MOVE_FAILED : MOVE_DONE;
     if (!rc) {
@@ -105,8 +214,8 @@ static void *publish_worker(void *arg) {
 
 /* Publishes MOVES, leaving in STATUS which were done; the first failure's error. */
 static int publish_all(const kg_publish_t *p, const kg_move_t *moves, size_t nmoves, move_status_t *status,
-                       char *errbuf) {
-  publish_run_t run = {.p = p, .moves = moves, .status = status, .nmoves = nmoves, .errbuf = errbuf};
+                       char **etags, char *errbuf) {
+  publish_run_t run = {.p = p, .moves = moves, .etags = etags, .status = status, .nmoves = nmoves, .errbuf = errbuf};
   pthread_mutex_init(&run.mutex, NULL);
   size_t nthreads = p->threads > 1 ? (size_t)p->threads : 1;
   if (nthreads > nmoves) nthreads = nmoves;
@@ -124,15 +233,68 @@ static int publish_all(const kg_publish_t *p, const kg_move_t *moves, size_t nmo
 
 /* ---- the commit ------------------------------------------------------------------------------------------ */
 
+/* Finishes move I of JOB_ID's journal on an object store: an object with the journalled size and ETag is published;
+ * another object at the key is an error (never overwritten); else the journalled upload is aborted, and the file
+ * written again (a new upload journalled first). */
+static int recover_object(kg_state_t *state, const kg_publish_t *p, const char *job_id, size_t i, kg_move_t *m,
+                          char *errbuf) {
+  const kg_fs_object_ops_t *o = p->dst->object;
+  kg_fs_object_t there = {.size = -1};
+  int rc = o->head(p->dst, m->dst, &there, errbuf);
+  kg_object_decision_t decision = kg_commit_object_decide(m, &there);
+  if (!rc && decision != KG_OBJECT_WRITE) {
+    if (decision == KG_OBJECT_FOREIGN)
+      rc = kg_fail(errbuf, KG_EIO,
+                   "cannot finish the commit of %s: %s is there and is not the object this commit wrote (%lld bytes, "
+                   "ETag %s; the journal has %lld bytes%s%s): it is never overwritten; remove it, or the job's journal "
+                   "(kingest state), once you know whose it is",
+                   job_id, m->dst, (long long)there.size, there.etag ? there.etag : "none", (long long)m->size,
+                   m->etag ? ", ETag " : "", m->etag ? m->etag : "");
+    kg_fs_object_clear(&there);
+    return rc;
+  }
+  kg_fs_object_clear(&there);
+  if (rc) return rc;
+  if (m->upload_id) {
+    if ((rc = o->abort_upload(p->dst, m->dst, m->upload_id, errbuf))) return rc;
+    KG_INFO("Aborted the unfinished upload %s of %s", m->upload_id, m->dst);
+    free(m->upload_id);
+    m->upload_id = NULL;
+    if ((rc = o->upload_begin(p->dst, m->dst, &m->upload_id, errbuf))) return rc;
+    if ((rc = kg_state_move_update(state, job_id, i, m->upload_id, m->etag, errbuf))) {
+      char ignored[KG_ERRLEN];
+      o->abort_upload(p->dst, m->dst, m->upload_id, ignored);
+      return rc;
+    }
+  }
+  bool src = false;
+  if ((rc = kg_fs_exists(p->src, m->src, &src, errbuf))) return rc;
+  if (!src)
+    return kg_fail(errbuf, KG_EIO, "cannot finish the commit of %s: %s is not published and %s is gone", job_id, m->dst,
+                   m->src);
+  char *etag = NULL;
+  kg_fault_scope("recover");
+  rc = publish_object(p, m, &etag, errbuf);
+  kg_fault_scope(NULL);
+  free(etag);
+  kg_crash_point("recover");
+  return rc;
+}
+
 int kg_commit_recover(kg_state_t *state, const kg_publish_t *p, char *errbuf) {
   char *job_id = NULL;
   kg_move_t *moves = NULL;
   size_t nmoves = 0;
   int rc = kg_state_pending(state, &job_id, &moves, &nmoves, errbuf);
+  if (!rc && !job_id && to_objects(p)) sweep_uploads(p);
   if (rc || !job_id) return rc;
   KG_WARN("Finishing the interrupted commit of %s (%zu files)", job_id, nmoves);
   for (size_t i = 0; i < nmoves && !rc; i++) {
     bool src = false, dst = false;
+    if (to_objects(p)) {
+      rc = recover_object(state, p, job_id, i, &moves[i], errbuf);
+      continue;
+    }
     if (kg_publish_crosses(p)) {
       /* An upload leaves its source: the destination tells whether it was made (its rename is atomic). */
       if ((rc = kg_fs_exists(p->dst, moves[i].dst, &dst, errbuf)) || dst) continue;
@@ -167,6 +329,7 @@ int kg_commit_recover(kg_state_t *state, const kg_publish_t *p, char *errbuf) {
   if (!rc) rc = kg_state_commit_finish(state, job_id, errbuf);
   if (!rc) kg_fs_point("state.recover.after");
   if (!rc) KG_INFO("Finished the interrupted commit of %s", job_id);
+  if (!rc && to_objects(p)) sweep_uploads(p);
   free(job_id);
   kg_state_free_moves(moves, nmoves);
   return rc;
@@ -231,13 +394,18 @@ int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, co
       if (r->records == 0) ps->last.set = false;
     }
   }
+  int rc = to_objects(pub) ? prepare_objects(pub, moves, nmoves, errbuf) : KG_OK;
   kg_fs_point("state.journal.before");
-  int rc = kg_state_commit_begin(state, job_id, moves, nmoves, parts, nparts, errbuf);
+  if (!rc) rc = kg_state_commit_begin(state, job_id, moves, nmoves, parts, nparts, errbuf);
   bool journaled = rc == KG_OK;
   if (journaled) kg_fs_point("state.journal.after");
   if (journaled) kg_crash_point("journaled");
   move_status_t *status = kg_xcalloc(nmoves ? nmoves : 1, sizeof *status);
-  if (!rc && nmoves) rc = publish_all(pub, moves, nmoves, status, errbuf);
+  char **etags = kg_xcalloc(nmoves ? nmoves : 1, sizeof *etags);
+  if (!rc && nmoves) rc = publish_all(pub, moves, nmoves, status, etags, errbuf);
+  /* ETags the journal did not foresee (SSE-KMS): recorded, so that a recovery knows its own objects. */
+  for (size_t i = 0; !rc && i < nmoves; i++)
+    if (etags[i]) rc = kg_state_move_update(state, job_id, i, moves[i].upload_id, etags[i], errbuf);
   bool unknown = false; /* a failed move may have happened, and the file systems cannot tell */
   if (rc && journaled) {
     /* A move whose folders could not be synced did happen, and so may one whose answer was lost (a NameNode that
@@ -275,6 +443,10 @@ int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, co
       }
     }
     if (taken) KG_WARN("Took back the %zu files the failed commit of %s had published", taken, job_id);
+    for (size_t i = 0; undone && to_objects(pub) && i < nmoves; i++) /* the uploads not completed */
+      if (status[i] != MOVE_DONE && moves[i].upload_id &&
+          pub->dst->object->abort_upload(pub->dst, moves[i].dst, moves[i].upload_id, undo_err))
+        KG_WARN("%s", undo_err);
     if (undone) kg_fs_point("state.abort.before");
     if (undone && kg_state_commit_abort(state, job_id, undo_err)) KG_ERROR("%s", undo_err);
   }
@@ -284,9 +456,23 @@ int kg_commit(kg_state_t *state, const kg_publish_t *pub, const char *job_id, co
   if (!rc) kg_fs_point("state.finish.after");
   if (!rc) {
     KG_INFO("Published %zu files to %s%s and committed the offsets of %zu partitions", nmoves, final_dir,
-            kg_publish_crosses(pub) ? " (uploaded)" : "", nparts);
+            to_objects(pub)           ? " (written to the object store)"
+            : kg_publish_crosses(pub) ? " (uploaded)"
+                                      : "",
+            nparts);
     *duration_ms = kg_mono_ms() - t0;
   }
+  if (rc && !journaled && to_objects(pub)) /* the journal failed: the uploads begun for it go */
+    for (size_t i = 0; i < nmoves; i++) {
+      char ignored[KG_ERRLEN];
+      if (moves[i].upload_id) pub->dst->object->abort_upload(pub->dst, moves[i].dst, moves[i].upload_id, ignored);
+    }
+  for (size_t i = 0; i < nmoves; i++) {
+    free(etags[i]);
+    free(moves[i].upload_id);
+    free(moves[i].etag);
+  }
+  free(etags);
   free(status);
   free(moves);
   free(parts);

@@ -12,14 +12,29 @@
 /* Where a commit publishes from and to: task output is on SRC (the writer's file system), the final folder on
  * DST (data.publisher.fs.uri); the same kg_fs_t when they are one file system, and then a file is published by a
  * rename. Otherwise SRC is the local one and a file is uploaded to DST next to its final path, then renamed there,
- * so that readers never see half a file. THREADS files are published at once (parallel.runner.threads). */
+ * so that readers never see half a file; or, when DST is an object store (fs.h: no rename), written to its final
+ * key once, whole, under If-None-Match: * (docs/object-storage.md). THREADS files are published at once
+ * (parallel.runner.threads). */
 typedef struct {
   kg_fs_t *src;
   kg_fs_t *dst;
   int threads;
+  const char *final_dir; /* data.publisher.final.dir: where an object store's unfinished uploads are swept */
+  const char *job_name;  /* whose uploads they are (part.task_<job>_...) */
 } kg_publish_t;
 
 static inline bool kg_publish_crosses(const kg_publish_t *p) { return p->src != p->dst; }
+
+/* What a recovery does with a journalled move to an object store, given what is at its key (THERE; size -1: nothing):
+ * an object with the journalled size and ETag (any ETag when the journal has none) is the move's own, published;
+ * another object is someone else's, never overwritten (an error naming the key); nothing there: the journalled
+ * upload, if any, is aborted and the file written again. */
+typedef enum {
+  KG_OBJECT_PUBLISHED = 0,
+  KG_OBJECT_FOREIGN,
+  KG_OBJECT_WRITE,
+} kg_object_decision_t;
+kg_object_decision_t kg_commit_object_decide(const kg_move_t *move, const kg_fs_object_t *there);
 
 /* Publishes the files of the tasks that succeeded (job.commit.policy=successful commits those only; with full the
  * job commits only when all did) from task output to their final place on FS, and stores their partitions' new

@@ -7,21 +7,32 @@
 #include <string.h>
 #include <unistd.h>
 
-/* One row per backend: the URI scheme it serves, how to open it, and its property rows (NULL: none; its settings
- * are its URI's parameters). A backend with rows opens with OPEN_WITH, given its section's options (NULL: their
- * defaults). */
+static int local_open(const char *uri, const void *options, kg_fs_t **out, char *errbuf) {
+  (void)options;
+  return kg_fs_local_open(uri, out, errbuf);
+}
+
+static int webhdfs_open(const char *uri, const void *options, kg_fs_t **out, char *errbuf) {
+  return kg_fs_webhdfs_open_with(uri, options, out, errbuf);
+}
+
+/* One row per backend: the URI scheme it serves, how to open it (with its section's options, NULL when the caller
+ * has no configuration), and its property rows (NULL: none; its settings are its URI's parameters). Two schemes
+ * of one backend share its section. */
 static const struct {
   const char *scheme;
-  int (*open)(const char *uri, kg_fs_t **out, char *errbuf);
+  int (*open)(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
   const kg_config_section_t *section;
-  int (*open_with)(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
 } backends[] = {
-    {"file", kg_fs_local_open, NULL, NULL},
-    {"webhdfs", kg_fs_webhdfs_open, NULL, NULL},
-    {"wasbs", kg_fs_azure_open, &kg_fs_azure_section, kg_fs_azure_open_with},
-    {"wasb", kg_fs_azure_open, &kg_fs_azure_section, kg_fs_azure_open_with},
-    {"abfss", kg_fs_azure_open, &kg_fs_azure_section, kg_fs_azure_open_with},
-    {"abfs", kg_fs_azure_open, &kg_fs_azure_section, kg_fs_azure_open_with},
+    {"file", local_open, NULL},
+    {"webhdfs", webhdfs_open, &kg_webhdfs_section},
+    {"swebhdfs", webhdfs_open, &kg_webhdfs_section},
+    {"s3a", kg_fs_s3_open, &kg_fs_s3_section},
+    {"s3", kg_fs_s3_open, &kg_fs_s3_section},
+    {"wasbs", kg_fs_azure_open, &kg_fs_azure_section},
+    {"wasb", kg_fs_azure_open, &kg_fs_azure_section},
+    {"abfss", kg_fs_azure_open, &kg_fs_azure_section},
+    {"abfs", kg_fs_azure_open, &kg_fs_azure_section},
 };
 
 /* The test hook's wrapper of the local backend and its counter of named points (kg_fs_wrap_local). */
@@ -38,26 +49,23 @@ void kg_fs_point(const char *what) {
 }
 
 int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbuf) {
-  return kg_fs_open_config(NULL, uri, property, out, errbuf);
+  return kg_fs_open_config(uri, property, NULL, out, errbuf);
 }
 
-int kg_fs_open_config(const kg_config_t *config, const char *uri, const char *property, kg_fs_t **out, char *errbuf) {
+int kg_fs_open_config(const char *uri, const char *property, const kg_config_t *config, kg_fs_t **out, char *errbuf) {
   *out = NULL;
   if (!uri || !*uri) uri = "file:///";
   const char *colon = strchr(uri, ':');
   size_t n = colon ? (size_t)(colon - uri) : 0;
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
     if (n == strlen(backends[i].scheme) && !strncmp(uri, backends[i].scheme, n)) {
-      kg_fs_t *wrapper = backends[i].open == kg_fs_local_open && local_wrapper ? local_wrapper() : NULL;
+      kg_fs_t *wrapper = backends[i].open == local_open && local_wrapper ? local_wrapper() : NULL;
       if (wrapper) { /* a test hook's wrapper of the local file system */
         *out = wrapper;
         return KG_OK;
       }
-      if (backends[i].open_with) {
-        const void *options = config && backends[i].section ? kg_config_options(config, backends[i].section) : NULL;
-        return backends[i].open_with(uri, options, out, errbuf);
-      }
-      return backends[i].open(uri, out, errbuf);
+      const void *options = config && backends[i].section ? kg_config_options(config, backends[i].section) : NULL;
+      return backends[i].open(uri, options, out, errbuf);
     }
   if (n == 4 && !strncmp(uri, "hdfs", 4))
     return kg_fail(errbuf, KG_EINVAL,
@@ -202,7 +210,8 @@ static const kg_property_t rows[] = {
      .def_doc = "fs.uri's",
      .doc = "File system of the task data (`task.data.root.dir`) and the final folder: `file:///`, or "
             "`webhdfs://HOST:PORT` (or `webhdfs://USER@HOST:PORT`) for HDFS through WebHDFS, PORT being the NameNode's "
-            "HTTP port ([HDFS](#hdfs)); an `hdfs://` URI is refused with that hint."},
+            "HTTP port ([HDFS](#hdfs)), or `swebhdfs://HOST:PORT` for WebHDFS over HTTPS (its HTTPS port); an "
+            "`hdfs://` URI is refused with that hint."},
     {.name = "fs.uri",
      .type = KG_PROP_STRING,
      .set = check_uri,
@@ -224,16 +233,11 @@ static const kg_property_t rows[] = {
 
 const kg_config_section_t kg_fs_section = {.name = "fs", .rows = rows, .nrows = sizeof rows / sizeof rows[0]};
 
-/* A backend that serves several schemes (wasbs, wasb, abfss, abfs) has one section: it is given once. */
-static bool section_seen_before(size_t b) {
-  for (size_t e = 0; e < b; e++)
-    if (backends[e].section == backends[b].section) return true;
-  return false;
-}
-
 const kg_config_section_t *kg_fs_section_at(size_t i) {
-  for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++)
-    if (backends[b].section && !section_seen_before(b) && i-- == 0) return backends[b].section;
+  for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
+    if (!backends[b].section || (b && backends[b].section == backends[b - 1].section)) continue;
+    if (i-- == 0) return backends[b].section;
+  }
   return NULL;
 }
 

@@ -51,6 +51,9 @@ struct kg_fs {
   /* mkdir -p; a folder made is durable (the local backend syncs the folder it was made in, and a sync that fails
    * fails the call). The local backend also leaves errno set on failure. */
   int (*mkdirs)(kg_fs_t *fs, const char *path, char *errbuf);
+  /* As mkdirs, the folders it makes readable and writable by their owner only (for what holds the records a run
+   * read); NULL when the backend has no modes to give or its mkdirs already does. */
+  int (*mkdirs_private)(kg_fs_t *fs, const char *path, char *errbuf);
   /* Opens PATH (whose folder exists) for writing as MODE says; *OUT is owned by the caller, who ends it
    * with its close or abort. On failure the reason alone goes to ERRBUF, as for streams. */
   int (*create)(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf);
@@ -144,8 +147,8 @@ struct kg_fs_object_ops {
  * with property rows of its own (an object store's credentials, endpoint, part size) opens with their defaults:
  * enough to check the URI. */
 int kg_fs_open(const char *uri, const char *property, kg_fs_t **out, char *errbuf);
-/* kg_fs_open with the backend's options as CONFIG's properties set them (kg_config_options of its section). */
-int kg_fs_open_config(const kg_config_t *config, const char *uri, const char *property, kg_fs_t **out, char *errbuf);
+/* The same with the backend's options from CONFIG (NULL: the defaults): the run's file systems. */
+int kg_fs_open_config(const char *uri, const char *property, const kg_config_t *config, kg_fs_t **out, char *errbuf);
 void kg_fs_close(kg_fs_t *fs); /* NULL is a no-op */
 
 /* The file systems' rows (fs.c): writer.fs.uri, fs.uri, data.publisher.fs.uri, state.store.fs.uri, each checked by
@@ -165,17 +168,48 @@ kg_fs_t *kg_fs_local(void);
 int kg_fs_local_mkdirs_mode(const char *path, unsigned mode, char *errbuf);
 /* fs_local.c's entry in the registry. */
 int kg_fs_local_open(const char *uri, kg_fs_t **out, char *errbuf);
+/* WebHDFS's options (its section's rows, in fs_webhdfs.c). */
+typedef enum { KG_WEBHDFS_AUTH_SIMPLE = 0, KG_WEBHDFS_AUTH_KERBEROS } kg_webhdfs_auth_t;
+typedef struct {
+  int auth;        /* hadoop.security.authentication: a kg_webhdfs_auth_t */
+  char *principal; /* kerberos.principal */
+  char *keytab;    /* kerberos.keytab */
+  char *ca_file;   /* webhdfs.ssl.ca.location */
+} kg_webhdfs_options_t;
+extern const kg_config_section_t kg_webhdfs_section;
+/* CONFIG's WebHDFS options; NULL for a NULL CONFIG. */
+const kg_webhdfs_options_t *kg_webhdfs_options(const kg_config_t *config);
+
 /* fs_webhdfs.c's entry in the registry: HDFS over WebHDFS, webhdfs://[USER@]HOST:PORT[?PARAMS] with PORT the
- * NameNode's HTTP port. PARAMS: user.name (else USER, else $USER, else the effective uid's name), auth=simple
- * (Kerberos is refused), connect.timeout.ms, timeout.ms, attempts. Each open makes a new kg_fs_t. */
+ * NameNode's HTTP port, or swebhdfs://HOST:PORT[?PARAMS] with PORT its HTTPS port. PARAMS: user.name (else USER,
+ * else $USER, else the effective uid's name), auth=simple|kerberos, connect.timeout.ms, timeout.ms, attempts. With
+ * OPTIONS (NULL: the defaults, and no Kerberos checks: a URI being read) Kerberos and the CA file; with Kerberos the
+ * keytab is checked (readable, its first principal kerberos.principal) and the process logs in from it
+ * (KRB5_CLIENT_KTNAME, and a ticket cache in memory of its own as KRB5CCNAME), unless a delegation token was handed
+ * over (kg_fs_webhdfs_use_token). Each open makes a new kg_fs_t. */
 int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf);
+int kg_fs_webhdfs_open_with(const char *uri, const kg_webhdfs_options_t *options, kg_fs_t **out, char *errbuf);
+/* Whether FS is a WebHDFS file system with Kerberos, and its kerberos.principal (NULL when not). */
+bool kg_fs_webhdfs_kerberos(const kg_fs_t *fs);
+const char *kg_fs_webhdfs_principal(const kg_fs_t *fs);
+/* A new delegation token of FS's principal, renewable by RENEWER (a short name), in its URL-safe form: *TOKEN, a new
+ * string and a secret. GETDELEGATIONTOKEN with SPNEGO. */
+int kg_fs_webhdfs_get_token(kg_fs_t *fs, const char *renewer, char **token, char *errbuf);
+/* Cancels TOKEN (CANCELDELEGATIONTOKEN). */
+int kg_fs_webhdfs_cancel_token(kg_fs_t *fs, const char *token, char *errbuf);
+/* From now on every WebHDFS file system opened with Kerberos in this process authenticates with TOKEN (copied)
+ * instead of a keytab: the maps of the Hadoop mode. NULL: no token. */
+void kg_fs_webhdfs_use_token(const char *token);
+/* fs_s3.c's entry in the registry and its property rows (fs.s3a.*): S3, s3a://BUCKET or s3://BUCKET (fs_s3.h).
+ * OPTIONS are the section's (kg_s3_options_t), NULL for their defaults. */
+int kg_fs_s3_open(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
+extern const kg_config_section_t kg_fs_s3_section;
 /* fs_azure.c's entry in the registry: Azure Blob Storage, wasbs://CONTAINER@ACCOUNT.blob.core.windows.net (wasb://
  * over plain HTTP; abfss:// and abfs:// with ACCOUNT.dfs.core.windows.net, through the same Blob API), an object store
  * (its OBJECT calls; no rename). OPTIONS are its section's (kg_fs_azure_section: the account keys, the endpoint, the
  * block size, the retries); NULL for their defaults and no key, enough to check a URI. Each open makes a new kg_fs_t.
  */
-int kg_fs_azure_open_with(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
-int kg_fs_azure_open(const char *uri, kg_fs_t **out, char *errbuf);
+int kg_fs_azure_open(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
 extern const kg_config_section_t kg_fs_azure_section;
 /* Fault injection for tests (as SQLite's xSetSystemCall): the local backend calls FSYNC instead of fsync(2)
  * from now on; NULL puts fsync(2) back. Not thread-safe: set it while nothing else uses the file system. */
@@ -192,6 +226,9 @@ void kg_fs_point(const char *what);
 
 /* The calls the engine makes; each is the backend's function (see above). */
 static inline int kg_fs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) { return fs->mkdirs(fs, path, errbuf); }
+static inline int kg_fs_mkdirs_private(kg_fs_t *fs, const char *path, char *errbuf) {
+  return fs->mkdirs_private ? fs->mkdirs_private(fs, path, errbuf) : fs->mkdirs(fs, path, errbuf);
+}
 static inline int kg_fs_create(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf) {
   return fs->create(fs, path, mode, out, errbuf);
 }

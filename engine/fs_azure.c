@@ -888,7 +888,7 @@ static int parse_uri(const char *uri, char **container, char **account, char **h
   return KG_OK;
 }
 
-int kg_fs_azure_open_with(const char *uri, const void *options, kg_fs_t **out, char *errbuf) {
+int kg_fs_azure_open(const char *uri, const void *options, kg_fs_t **out, char *errbuf) {
   *out = NULL;
   const azure_options_t *o = options;
   char *container = NULL, *account = NULL, *host = NULL, *blob_host = NULL;
@@ -954,8 +954,4 @@ int kg_fs_azure_open_with(const char *uri, const void *options, kg_fs_t **out, c
   }
   *out = fs;
   return KG_OK;
-}
-
-int kg_fs_azure_open(const char *uri, kg_fs_t **out, char *errbuf) {
-  return kg_fs_azure_open_with(uri, NULL, out, errbuf);
 }

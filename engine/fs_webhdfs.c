@@ -1,10 +1,14 @@
-/* fs_webhdfs.c: HDFS over WebHDFS (webhdfs://[USER@]HOST:PORT, PORT the NameNode's HTTP port) behind the kg_fs_t
- * interface, over the engine's HTTP client (http.h).
+/* fs_webhdfs.c: HDFS over WebHDFS (webhdfs://[USER@]HOST:PORT, PORT the NameNode's HTTP port; swebhdfs://HOST:PORT
+ * over HTTPS) behind the kg_fs_t interface, over the engine's HTTP client (http.h).
  *
- * Every call is one or two REST requests to /webhdfs/v1<path>?op=...&user.name=USER (simple authentication: the
- * NameNode believes the name; Kerberos is not spoken). A stream spools its bytes into an unnamed local temporary
- * file, where truncate can take bytes back, and hands them to HDFS on sync or close: the first time with CREATE
- * (overwrite=false: never replaces a file), later with APPEND. Both are two requests: the NameNode names a
+ * Every call is one or two REST requests to /webhdfs/v1<path>?op=...: with simple authentication,
+ * &user.name=USER (the NameNode believes the name); with Kerberos (hadoop.security.authentication=kerberos), each
+ * call to the NameNode authenticates with SPNEGO, libcurl's GSS-API taking the ticket of kerberos.principal from
+ * kerberos.keytab by itself (MIT Kerberos's client keytab, into a ticket cache in memory of this process alone);
+ * with a delegation token (a map of the Hadoop mode), &delegation=TOKEN and nothing else. The NameNode's answers
+ * that name a DataNode carry a delegation token of its own for that DataNode. A stream spools its bytes into an unnamed
+ * local temporary file, where truncate can take bytes back, and hands them to HDFS on sync or close: the first time
+ * with CREATE (overwrite=false: never replaces a file), later with APPEND. Both are two requests: the NameNode names a
  * DataNode (noredirect=true, so the answer is JSON and not a 307), and the bytes go there in a request of their
  * own, never along a redirect. Bytes handed to HDFS cannot be taken back.
  *
@@ -23,15 +27,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "fs.h"
+#include "hadoop_token.h"
 #include "http.h"
 #include "json.h"
 #include "parse.h"
+
+#include <pthread.h>
 
 #define WEBHDFS_ATTEMPTS           4          /* tries of one request, by default */
 #define WEBHDFS_RETRY_PAUSE_MS     250        /* pause before the second try; doubles for each next one */
@@ -39,24 +47,114 @@
 #define WEBHDFS_TIMEOUT_MS         30000      /* for a whole metadata request, and for an upload without progress */
 #define WEBHDFS_MAX_ANSWER         (64 << 20) /* bytes of an answer body (a LISTSTATUS of a large folder) */
 
-/* One WebHDFS file system: what open parsed from the URI; read-only afterwards. */
+/* One WebHDFS file system: what open parsed from the URI and the options; read-only afterwards. */
 typedef struct {
-  char *base;      /* "http://HOST:PORT/webhdfs/v1", owned */
+  char *base;      /* "http://HOST:PORT/webhdfs/v1" (https for swebhdfs), owned */
   char *name;      /* "webhdfs://HOST:PORT", for messages, owned */
-  char *user;      /* user.name, URL-escaped, owned */
+  char *user;      /* user.name, URL-escaped, owned (simple authentication) */
   int attempts;    /* tries of one request */
   long connect_ms; /* connect timeout, ms */
   long timeout_ms; /* a metadata request's timeout, and an upload's longest stall, ms */
+  bool kerberos;   /* hadoop.security.authentication=kerberos (or auth=kerberos in the URI) */
+  char *principal; /* kerberos.principal, owned; NULL with simple authentication */
+  char *keytab;    /* kerberos.keytab, owned; NULL with simple authentication or a token */
+  char *token;     /* a delegation token (a secret: never shown), owned: every call carries it instead of SPNEGO */
+  char *ca_file;   /* webhdfs.ssl.ca.location, owned; NULL: the system's CAs */
 } webhdfs_t;
 
+/* ---- Kerberos of the process ---------------------------------------------------------------------------- */
+
+/* MIT Kerberos reads the client keytab and the ticket cache from the environment: one Kerberos identity per
+ * process, set by the first file system that opens with Kerberos; a later one must be the same. */
+static pthread_mutex_t login_mutex = PTHREAD_MUTEX_INITIALIZER;
+static char *login_principal, *login_keytab;
+/* A delegation token every file system opened with Kerberos uses instead of SPNEGO (a map's; kg_fs_webhdfs_use_token).
+ */
+static char *process_token;
+
+void kg_fs_webhdfs_use_token(const char *token) {
+  pthread_mutex_lock(&login_mutex);
+  free(process_token);
+  process_token = token ? kg_xstrdup(token) : NULL;
+  pthread_mutex_unlock(&login_mutex);
+}
+
+/* Points this process's Kerberos at KEYTAB for PRINCIPAL: KRB5_CLIENT_KTNAME, and a ticket cache in memory of its
+ * own (never the user's default cache). KG_EINVAL when another principal or keytab got it first. */
+static int login(const char *uri, const char *principal, const char *keytab, char *errbuf) {
+  int rc = KG_OK;
+  pthread_mutex_lock(&login_mutex);
+  if (!login_principal) {
+    char *cache = kg_xasprintf("MEMORY:kingest-%ld-%p", (long)getpid(), (void *)&login_mutex);
+    setenv("KRB5_CLIENT_KTNAME", keytab, 1);
+    setenv("KRB5CCNAME", cache, 1);
+    free(cache);
+    login_principal = kg_xstrdup(principal);
+    login_keytab = kg_xstrdup(keytab);
+  } else if (strcmp(login_principal, principal) || strcmp(login_keytab, keytab)) {
+    rc = kg_fail(errbuf, KG_EINVAL,
+                 "%s: kerberos.principal=%s with kerberos.keytab=%s: this run already logged in to Kerberos as %s "
+                 "with %s, and one run has one Kerberos identity",
+                 uri, principal, keytab, login_principal, login_keytab);
+  }
+  pthread_mutex_unlock(&login_mutex);
+  return rc;
+}
+
+/* Checks, before any request, that KEYTAB can be read and holds keys of PRINCIPAL, and that PRINCIPAL is its first
+ * principal (the one MIT Kerberos logs in as from a client keytab). */
+static int check_keytab(const char *uri, const char *principal, const char *keytab, char *errbuf) {
+  char **names = NULL;
+  size_t count = 0;
+  char why[KG_ERRLEN];
+  int rc = kg_keytab_principals(keytab, &names, &count, why);
+  if (rc) {
+    kg_keytab_principals_free(names, count);
+    return kg_fail(errbuf, KG_EINVAL, "%s: kerberos.keytab=%s (for kerberos.principal=%s): %s", uri, keytab, principal,
+                   why);
+  }
+  kg_buf_t held = {0};
+  for (size_t i = 0; i < count; i++)
+    kg_buf_appendf(&held, "%s%s", i ? ", " : "", names[i]);
+  if (!count) {
+    rc = kg_fail(errbuf, KG_EINVAL, "%s: kerberos.keytab=%s holds no keys (kerberos.principal=%s)", uri, keytab,
+                 principal);
+  } else if (!kg_keytab_principal_matches(principal, names[0])) {
+    bool there = false;
+    for (size_t i = 1; i < count; i++)
+      there = there || kg_keytab_principal_matches(principal, names[i]);
+    if (there)
+      rc = kg_fail(errbuf, KG_EINVAL,
+                   "%s: kerberos.keytab=%s holds %s: kerberos.principal=%s must be its first principal (Kerberos "
+                   "logs in from a keytab as the first one)",
+                   uri, keytab, held.data, principal);
+    else
+      rc = kg_fail(errbuf, KG_EINVAL, "%s: kerberos.keytab=%s has no keys of kerberos.principal=%s (it holds: %s)", uri,
+                   keytab, principal, held.data);
+  }
+  kg_buf_free(&held);
+  kg_keytab_principals_free(names, count);
+  return rc;
+}
+
 /* ---- URLs ---------------------------------------------------------------------------------------------- */
+
+/* How a URL to the NameNode authenticates: "&user.name=USER" (simple), "&delegation=TOKEN", or nothing (SPNEGO). */
+static void append_auth(kg_buf_t *b, const webhdfs_t *w) {
+  if (w->token)
+    kg_buf_appendf(b, "&delegation=%s", w->token);
+  else if (!w->kerberos)
+    kg_buf_appendf(b, "&user.name=%s", w->user);
+}
 
 /* The URL of operation OP on PATH, with EXTRA ("&name=value...", already escaped) appended. Owned by the caller. */
 static char *op_url(const webhdfs_t *w, const char *path, const char *op, const char *extra) {
   kg_buf_t b = {0};
   kg_buf_appendf(&b, "%s", w->base);
   kg_buf_append_url_escaped(&b, path, true);
-  kg_buf_appendf(&b, "?op=%s&user.name=%s%s", op, w->user, extra ? extra : "");
+  kg_buf_appendf(&b, "?op=%s", op);
+  append_auth(&b, w);
+  kg_buf_appendf(&b, "%s", extra ? extra : "");
   return b.data;
 }
 
@@ -138,6 +236,9 @@ static int request(const webhdfs_t *w, const char *method, const char *url, cons
       .retry = {.attempts = w->attempts, .pause_ms = WEBHDFS_RETRY_PAUSE_MS, .judge = judge, .judge_arg = &retry},
       .any_status = true,
       .service = "WebHDFS"};
+  req.tls.ca_file = w->ca_file;
+  /* SPNEGO with the NameNode only: a DataNode's URL carries the delegation token the NameNode put in it. */
+  if (w->kerberos && !w->token && !strncmp(url, w->base, strlen(w->base))) req.auth.kind = KG_HTTP_AUTH_NEGOTIATE;
   if (upload) {
     req.body =
         (kg_http_body_t){.kind = KG_HTTP_BODY_FILE, .fd = upload->fd, .offset = upload->offset, .len = upload->len};
@@ -150,27 +251,70 @@ static int request(const webhdfs_t *w, const char *method, const char *url, cons
   char why[KG_ERRLEN];
   if (kg_http_perform(NULL, &req, r, why) == KG_OK) return KG_OK;
   if (!r->attempts) return kg_fail(errbuf, KG_EIO, "%s", why); /* libcurl cannot be loaded */
+  if (r->failure == KG_HTTP_FAIL_TLS)
+    return kg_fail(errbuf, KG_EIO, "WebHDFS at %s: TLS failed: %s (webhdfs.ssl.ca.location=%s)", w->name, r->error,
+                   w->ca_file ? w->ca_file : "unset: the system's CAs");
   return kg_fail(errbuf, KG_EIO, "WebHDFS at %s did not answer: %s (%d attempt%s in %.1f s)", w->name, r->error,
                  r->attempts, r->attempts == 1 ? "" : "s", (double)r->elapsed_ms / 1000.0);
 }
 
+/* The text of an HTML error page's title ("Error 401 Authentication required" gives "Authentication required"),
+ * into OUT; "" when there is none. */
+static void html_title(const kg_http_response_t *r, char *out, size_t size) {
+  out[0] = 0;
+  const char *body = r->body.len ? r->body.data : "";
+  const char *t = strstr(body, "<title>"), *end = t ? strstr(t, "</title>") : NULL;
+  if (!end) return;
+  t += strlen("<title>");
+  if (!strncmp(t, "Error ", 6)) {
+    t += 6;
+    t += strspn(t, "0123456789");
+    t += strspn(t, " ");
+  }
+  snprintf(out, size, "%.*s", (int)(end - t), t);
+}
+
 /* The reason an answer gives for failing: "MESSAGE (EXCEPTION, HTTP STATUS)", or the start of a body that is not
- * a RemoteException. */
-static void answer_reason(const kg_http_response_t *r, char *out, size_t size) {
+ * a RemoteException; for an authentication the NameNode refused (401, 403), how kingest authenticated. */
+static void answer_reason(const webhdfs_t *w, const kg_http_response_t *r, char *out, size_t size) {
   char name[128], message[768];
   remote_exception(r, name, sizeof name, message, sizeof message);
-  if (message[0]) {
-    snprintf(out, size, "%s (%s, HTTP %ld)", message, name[0] ? name : "RemoteException", r->status);
-  } else if (r->status == 401) {
-    snprintf(out, size,
-             "the server asks for authentication (HTTP 401): kingest speaks only simple authentication "
-             "(user.name), not Kerberos");
+  bool auth = r->status == 401 || r->status == 403;
+  if (!message[0] && auth) html_title(r, message, sizeof message);
+  kg_buf_t b = {0};
+  const char *negotiate = kg_http_response_header(r, "WWW-Authenticate");
+  if (r->status == 401 && !w->kerberos && negotiate && !strncasecmp(negotiate, "Negotiate", 9)) {
+    kg_buf_appendf(&b,
+                   "the NameNode asks for Kerberos (HTTP 401%s%s, WWW-Authenticate: Negotiate): it is a secured "
+                   "HDFS, which refuses simple authentication (user.name=%s); set "
+                   "hadoop.security.authentication=kerberos with kerberos.principal and kerberos.keytab",
+                   message[0] ? ": " : "", message, w->user);
+  } else if (r->status == 401 && w->kerberos && !w->token) {
+    kg_buf_appendf(&b,
+                   "the NameNode refused the Kerberos (SPNEGO) authentication of kerberos.principal=%s (HTTP 401%s%s): "
+                   "no ticket could be had with kerberos.keytab=%s (its keys may be old, or the KDC of the Kerberos "
+                   "configuration unreachable), or the NameNode's HTTP principal is of another realm",
+                   w->principal, message[0] ? ": " : "", message, w->keytab);
   } else {
-    size_t n = r->body.len < 200 ? r->body.len : 200;
-    const char *b = r->body.len ? r->body.data : "";
-    n = strcspn(b, "\r\n") < n ? strcspn(b, "\r\n") : n;
-    snprintf(out, size, "HTTP %ld%s%.*s", r->status, n ? ": " : "", (int)n, b);
+    if (message[0]) {
+      kg_buf_appendf(&b, "%s (%s, HTTP %ld)", message, name[0] ? name : "RemoteException", r->status);
+    } else if (r->status == 401) {
+      kg_buf_appendf(&b, "the server asks for authentication (HTTP 401)");
+    } else {
+      size_t n = r->body.len < 200 ? r->body.len : 200;
+      const char *body = r->body.len ? r->body.data : "";
+      n = strcspn(body, "\r\n") < n ? strcspn(body, "\r\n") : n;
+      kg_buf_appendf(&b, "HTTP %ld%s%.*s", r->status, n ? ": " : "", (int)n, body);
+    }
+    if (auth && w->token)
+      kg_buf_appendf(&b, " (authenticated with the Hadoop job's delegation token of kerberos.principal=%s)",
+                     w->principal ? w->principal : "?");
+    else if (auth && w->kerberos)
+      kg_buf_appendf(&b, " (authenticated with Kerberos as kerberos.principal=%s, kerberos.keytab=%s)", w->principal,
+                     w->keytab);
   }
+  snprintf(out, size, "%s", b.data ? b.data : "");
+  kg_buf_free(&b);
 }
 
 static bool exception_is(const kg_http_response_t *r, const char *exception) {
@@ -222,7 +366,7 @@ static int upload(const webhdfs_t *w, const char *path, bool append, int fd, int
     const char *location = NULL;
     if (r.status != 200) {
       char why[KG_ERRLEN];
-      answer_reason(&r, why, sizeof why);
+      answer_reason(w, &r, why, sizeof why);
       rc = kg_fail(errbuf, KG_EIO, "%s", why);
       break;
     }
@@ -242,7 +386,7 @@ static int upload(const webhdfs_t *w, const char *path, bool append, int fd, int
     if (rc) break;
     if (r.status == (append ? 200 : 201)) break;
     char why[KG_ERRLEN];
-    answer_reason(&r, why, sizeof why);
+    answer_reason(w, &r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "%s", why);
     if (!append && exception_is(&r, "FileAlreadyExistsException")) {
       *exists = true;
@@ -403,7 +547,7 @@ static int file_status(const webhdfs_t *w, const char *path, bool *found, bool *
     *found = true;
     if (is_dir) *is_dir = strstr(r.body.len ? r.body.data : "", "\"type\":\"DIRECTORY\"") != NULL;
   } else if (r.status != 404) {
-    answer_reason(&r, why, sizeof why);
+    answer_reason(w, &r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "%s", why);
   }
   kg_http_response_free(&r);
@@ -417,23 +561,35 @@ static int check_path(const webhdfs_t *w, const char *path, char *errbuf) {
                  w->name);
 }
 
-static int webhdfs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) {
+/* MKDIRS, with EXTRA (more query parameters) when not NULL. */
+static int mkdirs_with(kg_fs_t *fs, const char *path, const char *extra, char *errbuf) {
   const webhdfs_t *w = state(fs);
   if (check_path(w, path, errbuf)) return KG_EIO;
-  char *url = op_url(w, path, "MKDIRS", NULL);
+  char *url = op_url(w, path, "MKDIRS", extra);
   kg_http_response_t r = {0};
   char why[KG_ERRLEN];
   int rc = request(w, "PUT", url, NULL, RETRY_IDEMPOTENT, &r, why);
   if (rc) {
     kg_fail(errbuf, KG_EIO, "cannot create folder %s: %s", path, why);
   } else if (r.status != 200 || !answer_boolean(&r)) {
-    answer_reason(&r, why, sizeof why);
+    answer_reason(w, &r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "cannot create folder %s on %s: %s", path, w->name, why);
   }
   kg_http_response_free(&r);
   free(url);
   if (rc) errno = EIO;
   return rc;
+}
+
+static int webhdfs_mkdirs(kg_fs_t *fs, const char *path, char *errbuf) { return mkdirs_with(fs, path, NULL, errbuf); }
+
+/* The folders made get mode 700 (HDFS gives it to each folder the call makes); a folder that exists keeps its own:
+ * it is not asked for at all. */
+static int webhdfs_mkdirs_private(kg_fs_t *fs, const char *path, char *errbuf) {
+  const webhdfs_t *w = state(fs);
+  bool found = false, is_dir = false;
+  if (check_path(w, path, errbuf) || file_status(w, path, &found, &is_dir, errbuf)) return KG_EIO;
+  return found ? KG_OK : mkdirs_with(fs, path, "&permission=700", errbuf);
 }
 
 static int webhdfs_create(kg_fs_t *fs, const char *path, kg_fs_mode_t mode, kg_fs_stream_t **out, char *errbuf) {
@@ -491,7 +647,7 @@ static int webhdfs_rename(kg_fs_t *fs, const char *src, const char *dst, char *e
         (exception_is(&r, "IOException") && !file_status(w, dst, &dst_found, NULL, ignored) && dst_found))
       snprintf(why, sizeof why, "File exists");
     else
-      answer_reason(&r, why, sizeof why);
+      answer_reason(w, &r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "cannot move %s to %s on %s: %s", src, dst, w->name, why);
   }
   kg_http_response_free(&r);
@@ -524,7 +680,7 @@ static int webhdfs_list(kg_fs_t *fs, const char *path, char ***names, size_t *co
   } else if (r.status == 404) {
     /* a missing folder has no names */
   } else if (r.status != 200) {
-    answer_reason(&r, why, sizeof why);
+    answer_reason(w, &r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "cannot list %s on %s: %s", path, w->name, why);
   } else if (!(rc = answer_json(w, &r, path, &doc, errbuf))) {
     const kg_json_t *list = kg_json_get(kg_json_get(doc, "FileStatuses"), "FileStatus");
@@ -558,7 +714,7 @@ static int webhdfs_remove_tree(kg_fs_t *fs, const char *path, char *errbuf) {
   if (rc) {
     kg_fail(errbuf, KG_EIO, "cannot remove %s: %s", path, why);
   } else if (r.status != 200 && r.status != 404) { /* {"boolean": false}: nothing was there */
-    answer_reason(&r, why, sizeof why);
+    answer_reason(w, &r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "cannot remove %s on %s: %s", path, w->name, why);
   }
   kg_http_response_free(&r);
@@ -585,7 +741,7 @@ static int webhdfs_check_writable(kg_fs_t *fs, const char *path, const char *pro
   if (rc) {
     kg_fail(errbuf, KG_EIO, "%s: cannot check that %s on %s is writable: %s", property, path, w->name, why);
   } else if (r.status != 200) {
-    answer_reason(&r, why, sizeof why);
+    answer_reason(w, &r, why, sizeof why);
     rc = kg_fail(errbuf, KG_EIO, "%s: %s on %s is not writable: %s", property, path, w->name, why);
   }
   kg_http_response_free(&r);
@@ -621,7 +777,7 @@ static int webhdfs_read(kg_fs_t *fs, const char *path, kg_buf_t *out, char *errb
   char why[KG_ERRLEN];
   int rc = request(w, "GET", url, NULL, RETRY_IDEMPOTENT, &r, why);
   if (!rc && r.status != 200) {
-    answer_reason(&r, why, sizeof why);
+    answer_reason(w, &r, why, sizeof why);
     rc = KG_EIO;
   }
   if (!rc) rc = answer_json(w, &r, "OPEN", &doc, why);
@@ -633,7 +789,7 @@ static int webhdfs_read(kg_fs_t *fs, const char *path, kg_buf_t *out, char *errb
     rc = request(w, "GET", target, NULL, RETRY_IDEMPOTENT, &r, why);
     free(target);
     if (!rc && r.status != 200) {
-      answer_reason(&r, why, sizeof why);
+      answer_reason(w, &r, why, sizeof why);
       rc = KG_EIO;
     }
   }
@@ -653,13 +809,82 @@ static int webhdfs_same_volume(kg_fs_t *fs, const char *a, const char *b, bool *
   return KG_OK;
 }
 
-static void webhdfs_close(kg_fs_t *fs) {
-  webhdfs_t *w = fs->data;
+static void webhdfs_free(webhdfs_t *w) {
   free(w->base);
   free(w->name);
   free(w->user);
+  free(w->principal);
+  free(w->keytab);
+  free(w->token);
+  free(w->ca_file);
   free(w);
+}
+
+static void webhdfs_close(kg_fs_t *fs) {
+  webhdfs_free(fs->data);
   free(fs);
+}
+
+/* ---- delegation tokens ----------------------------------------------------------------------------------- */
+
+bool kg_fs_webhdfs_kerberos(const kg_fs_t *fs) {
+  return fs && fs->data && (!strcmp(fs->scheme, "webhdfs") || !strcmp(fs->scheme, "swebhdfs")) &&
+         ((const webhdfs_t *)fs->data)->kerberos;
+}
+
+const char *kg_fs_webhdfs_principal(const kg_fs_t *fs) {
+  return kg_fs_webhdfs_kerberos(fs) ? ((const webhdfs_t *)fs->data)->principal : NULL;
+}
+
+int kg_fs_webhdfs_get_token(kg_fs_t *fs, const char *renewer, char **token, char *errbuf) {
+  *token = NULL;
+  if (!kg_fs_webhdfs_kerberos(fs)) return kg_fail(errbuf, KG_EINVAL, "not a WebHDFS file system with Kerberos");
+  const webhdfs_t *w = state(fs);
+  kg_buf_t extra = {0};
+  kg_buf_appendf(&extra, "&renewer=");
+  kg_buf_append_url_escaped(&extra, renewer, false);
+  char *url = op_url(w, "/", "GETDELEGATIONTOKEN", extra.data);
+  kg_buf_free(&extra);
+  kg_http_response_t r = {0};
+  kg_json_t *doc = NULL;
+  char why[KG_ERRLEN];
+  int rc = request(w, "GET", url, NULL, RETRY_IDEMPOTENT, &r, why);
+  if (!rc && r.status != 200) {
+    answer_reason(w, &r, why, sizeof why);
+    rc = KG_EIO;
+  }
+  if (!rc) rc = answer_json(w, &r, "GETDELEGATIONTOKEN", &doc, why);
+  const kg_json_t *t = doc ? kg_json_get(kg_json_get(doc, "Token"), "urlString") : NULL;
+  if (!rc && (!t || t->type != KG_JSON_STRING || !t->string[0]))
+    rc = kg_fail(why, KG_EIO, "the answer has no Token.urlString");
+  if (rc)
+    kg_fail(errbuf, KG_EIO, "cannot get a delegation token (renewer %s) from %s: %s", renewer, w->name, why);
+  else
+    *token = kg_xstrdup(t->string);
+  kg_json_free(doc);
+  kg_http_response_free(&r);
+  free(url);
+  return rc;
+}
+
+int kg_fs_webhdfs_cancel_token(kg_fs_t *fs, const char *token, char *errbuf) {
+  if (!kg_fs_webhdfs_kerberos(fs)) return kg_fail(errbuf, KG_EINVAL, "not a WebHDFS file system with Kerberos");
+  const webhdfs_t *w = state(fs);
+  kg_buf_t extra = {0};
+  kg_buf_appendf(&extra, "&token=%s", token);
+  char *url = op_url(w, "/", "CANCELDELEGATIONTOKEN", extra.data);
+  kg_buf_free(&extra);
+  kg_http_response_t r = {0};
+  char why[KG_ERRLEN];
+  int rc = request(w, "PUT", url, NULL, RETRY_UNSENT, &r, why);
+  if (!rc && r.status != 200) {
+    answer_reason(w, &r, why, sizeof why);
+    rc = KG_EIO;
+  }
+  if (rc) kg_fail(errbuf, KG_EIO, "cannot cancel the delegation token on %s: %s", w->name, why);
+  kg_http_response_free(&r);
+  free(url);
+  return rc;
 }
 
 /* ---- open ------------------------------------------------------------------------------------------------ */
@@ -695,13 +920,13 @@ static int query_parameter(webhdfs_t *w, const char *uri, const char *key, const
     free(*user);
     *user = kg_xstrdup(value);
   } else if (!strcmp(key, "auth")) {
-    if (!strcmp(value, "kerberos") || !strcmp(value, "KERBEROS"))
-      return kg_fail(errbuf, KG_EINVAL,
-                     "%s: Kerberos (SPNEGO) authentication is not supported: kingest speaks "
-                     "WebHDFS with simple authentication (user.name) only",
-                     uri);
-    else if (strcmp(value, "simple"))
-      return kg_fail(errbuf, KG_EINVAL, "%s: auth=%s: unknown authentication (kingest has: simple)", uri, value);
+    if (!strcasecmp(value, "kerberos"))
+      w->kerberos = true;
+    else if (!strcasecmp(value, "simple"))
+      w->kerberos = false;
+    else
+      return kg_fail(errbuf, KG_EINVAL, "%s: auth=%s: unknown authentication (kingest has: simple, kerberos)", uri,
+                     value);
   } else if (!strcmp(key, "connect.timeout.ms")) {
     if (!parse_long(value, 1, 600000, &w->connect_ms))
       return kg_fail(errbuf, KG_EINVAL, "%s: connect.timeout.ms=%s: expected milliseconds from 1 to 600000", uri,
@@ -739,10 +964,11 @@ static int local_user(const char *uri, char **user, char *errbuf) {
 }
 
 /* The file system whose backend data is W (taken). */
-static kg_fs_t *webhdfs_fs(webhdfs_t *w) {
+static kg_fs_t *webhdfs_fs(webhdfs_t *w, bool tls) {
   kg_fs_t *fs = kg_xcalloc(1, sizeof *fs);
-  fs->scheme = "webhdfs";
+  fs->scheme = tls ? "swebhdfs" : "webhdfs";
   fs->mkdirs = webhdfs_mkdirs;
+  fs->mkdirs_private = webhdfs_mkdirs_private;
   fs->create = webhdfs_create;
   fs->rename = webhdfs_rename;
   fs->exists = webhdfs_exists;
@@ -759,10 +985,16 @@ static kg_fs_t *webhdfs_fs(webhdfs_t *w) {
 }
 
 int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
+  return kg_fs_webhdfs_open_with(uri, NULL, out, errbuf);
+}
+
+int kg_fs_webhdfs_open_with(const char *uri, const kg_webhdfs_options_t *options, kg_fs_t **out, char *errbuf) {
   *out = NULL;
-  static const char prefix[] = "webhdfs://";
-  if (strncmp(uri, prefix, sizeof prefix - 1)) return kg_fail(errbuf, KG_EINVAL, "%s: not a webhdfs:// URI", uri);
-  const char *authority = uri + sizeof prefix - 1;
+  bool tls = !strncmp(uri, "swebhdfs://", 11);
+  if (!tls && strncmp(uri, "webhdfs://", 10))
+    return kg_fail(errbuf, KG_EINVAL, "%s: not a webhdfs:// or swebhdfs:// URI", uri);
+  const char *scheme = tls ? "swebhdfs" : "webhdfs";
+  const char *authority = uri + strlen(scheme) + 3;
   size_t alen = strcspn(authority, "/?#");
   const char *rest = authority + alen;
   char *user = NULL;
@@ -776,15 +1008,17 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
   const char *colon = memchr(hostport, ':', hlen);
   int rc = KG_OK;
   webhdfs_t *w = kg_xcalloc(1, sizeof *w);
+  w->kerberos = options && options->auth == KG_WEBHDFS_AUTH_KERBEROS;
   w->attempts = WEBHDFS_ATTEMPTS;
   w->connect_ms = WEBHDFS_CONNECT_TIMEOUT_MS;
   w->timeout_ms = WEBHDFS_TIMEOUT_MS;
   long port = 0;
   if (!hlen || !colon || colon == hostport) {
     rc = kg_fail(errbuf, KG_EINVAL,
-                 "%s: expected webhdfs://[USER@]HOST:PORT, PORT being the NameNode's HTTP port "
-                 "(dfs.namenode.http-address, 9870 by default)",
-                 uri);
+                 "%s: expected %s://[USER@]HOST:PORT, PORT being the NameNode's %s port "
+                 "(%s, %s by default)",
+                 uri, scheme, tls ? "HTTPS" : "HTTP", tls ? "dfs.namenode.https-address" : "dfs.namenode.http-address",
+                 tls ? "9871" : "9870");
   } else {
     char *p = kg_xstrndup(colon + 1, (size_t)(hostport + hlen - colon - 1));
     if (!parse_long(p, 1, 65535, &port))
@@ -819,19 +1053,94 @@ int kg_fs_webhdfs_open(const char *uri, kg_fs_t **out, char *errbuf) {
     user = NULL;
     rc = local_user(uri, &user, errbuf);
   }
+  /* Kerberos: the principal and its keytab, checked before any request; or the token handed to this process. A
+   * check of the URI alone (no options: a property's value being read) makes no such checks. */
+  if (!rc && w->kerberos && options) {
+    pthread_mutex_lock(&login_mutex);
+    if (process_token) w->token = kg_xstrdup(process_token);
+    pthread_mutex_unlock(&login_mutex);
+    if (!options->principal || !*options->principal)
+      rc = kg_fail(errbuf, KG_EINVAL, "%s: hadoop.security.authentication=kerberos needs kerberos.principal", uri);
+    else
+      w->principal = kg_xstrdup(options->principal);
+    if (!rc && !w->token) {
+      if (!options->keytab || !*options->keytab)
+        rc = kg_fail(errbuf, KG_EINVAL,
+                     "%s: hadoop.security.authentication=kerberos needs kerberos.keytab (the keytab of "
+                     "kerberos.principal=%s)",
+                     uri, w->principal);
+      else
+        w->keytab = kg_xstrdup(options->keytab);
+      if (!rc) rc = check_keytab(uri, w->principal, w->keytab, errbuf);
+      if (!rc) rc = login(uri, w->principal, w->keytab, errbuf);
+    }
+  }
+  if (!rc && options && options->ca_file && *options->ca_file) {
+    if (access(options->ca_file, R_OK) != 0)
+      rc = kg_fail(errbuf, KG_EINVAL, "%s: webhdfs.ssl.ca.location=%s: cannot read it: %s", uri, options->ca_file,
+                   strerror(errno));
+    else
+      w->ca_file = kg_xstrdup(options->ca_file);
+  }
   if (rc) {
     free(user);
-    free(w);
+    webhdfs_free(w);
     return rc;
   }
   char *host = kg_xstrndup(hostport, (size_t)(colon - hostport));
-  w->base = kg_xasprintf("http://%s:%ld/webhdfs/v1", host, port);
-  w->name = kg_xasprintf("webhdfs://%s:%ld", host, port);
+  w->base = kg_xasprintf("%s://%s:%ld/webhdfs/v1", tls ? "https" : "http", host, port);
+  w->name = kg_xasprintf("%s://%s:%ld", scheme, host, port);
   kg_buf_t u = {0};
   kg_buf_append_url_escaped(&u, user, false);
   w->user = u.data;
   free(host);
   free(user);
-  *out = webhdfs_fs(w);
+  *out = webhdfs_fs(w, tls);
   return KG_OK;
+}
+
+/* ---- the properties ------------------------------------------------------------------------------------ */
+
+#define KG_FIELD(f) KG_FIELD_OF(kg_webhdfs_options_t, f)
+
+static const char *const auth_names[] = {"simple", "kerberos", NULL};
+
+/* WebHDFS's own rows: how it authenticates, and the CAs of swebhdfs://. Hadoop's and Gobblin's names. */
+static const kg_property_t rows[] = {
+    {.name = "hadoop.security.authentication",
+     .type = KG_PROP_ENUM,
+     .def = "simple",
+     .names = auth_names,
+     KG_FIELD(auth),
+     .doc = "How kingest authenticates to HDFS (`webhdfs://`, `swebhdfs://`): `simple`, the user name "
+            "(`user.name`), or `kerberos`, SPNEGO with the tickets of `kerberos.principal` from `kerberos.keytab` "
+            "([HDFS with Kerberos](#hdfs-with-kerberos)); `auth=` in the URI says it for that URI."},
+    {.name = "kerberos.principal",
+     .alias = "keytab.user",
+     .type = KG_PROP_STRING,
+     .def_doc = "none",
+     KG_FIELD(principal),
+     .doc =
+         "With `hadoop.security.authentication=kerberos`: the Kerberos principal kingest logs in as (`kingest@REALM`, "
+         "or `kingest`: the realm is then the keytab's)."},
+    {.name = "kerberos.keytab",
+     .alias = "keytab.location",
+     .type = KG_PROP_PATH,
+     .def_doc = "none",
+     KG_FIELD(keytab),
+     .doc = "With `hadoop.security.authentication=kerberos`: the keytab holding the keys of `kerberos.principal`, "
+            "its first principal; checked before anything is read or written."},
+    {.name = "webhdfs.ssl.ca.location",
+     .type = KG_PROP_PATH,
+     .def_doc = "the system's CAs",
+     KG_FIELD(ca_file),
+     .doc = "The CA certificates (a PEM file) that a `swebhdfs://` NameNode's and DataNodes' certificates are "
+            "checked against."},
+};
+
+const kg_config_section_t kg_webhdfs_section = {
+    .name = "fs.webhdfs", .rows = rows, .nrows = sizeof rows / sizeof rows[0], .size = sizeof(kg_webhdfs_options_t)};
+
+const kg_webhdfs_options_t *kg_webhdfs_options(const kg_config_t *config) {
+  return config ? kg_config_options(config, &kg_webhdfs_section) : NULL;
 }

@@ -216,12 +216,28 @@ static int open_outputs(kg_job_t *job, char *errbuf) {
   const char *fs_property = NULL;
   const char *fs_uri = kg_fs_writer_uri(c, &fs_property);
   const char *pub_uri = kg_props_get(c->props, "data.publisher.fs.uri");
-  int rc = kg_fs_open(fs_uri, fs_property, &job->fs, errbuf);
+  int rc = kg_fs_open_config(fs_uri, fs_property, c, &job->fs, errbuf);
   if (rc) return rc;
+  if (job->fs->object)
+    return kg_fail(errbuf, KG_EINVAL,
+                   "%s=%s: task output cannot be staged on an object store (%s:// has no rename and no appends); "
+                   "keep task.data.root.dir local (writer.fs.uri=file:///) and put the final folder there with "
+                   "data.publisher.fs.uri=%s",
+                   fs_property, fs_uri, job->fs->scheme, fs_uri);
   if (!pub_uri || !*pub_uri || !strcmp(pub_uri, fs_uri)) {
     job->pub_fs = job->fs;
   } else {
-    if ((rc = kg_fs_open(pub_uri, "data.publisher.fs.uri", &job->pub_fs, errbuf))) return rc;
+    if ((rc = kg_fs_open_config(pub_uri, "data.publisher.fs.uri", c, &job->pub_fs, errbuf))) return rc;
+    if (job->pub_fs->object && strcmp(job->fs->scheme, "file"))
+      return kg_fail(errbuf, KG_EINVAL,
+                     "data.publisher.fs.uri=%s and %s=%s: the commit writes objects from local task data; use a "
+                     "local writer.fs.uri (file:///) with an object store's data.publisher.fs.uri",
+                     pub_uri, fs_property, fs_uri);
+    if (job->pub_fs->object && c->launcher == KG_LAUNCHER_MAPREDUCE)
+      return kg_fail(errbuf, KG_EINVAL,
+                     "data.publisher.fs.uri=%s: a run on Hadoop (launcher.type=MAPREDUCE) publishes by renames on "
+                     "HDFS; an object store's final folder is for a run on this machine (launcher.type=LOCAL)",
+                     pub_uri);
     /* Across file systems the commit uploads from task output: that reads local files. */
     if (strcmp(job->fs->scheme, "file") || !strcmp(job->pub_fs->scheme, "file"))
       return kg_fail(errbuf, KG_EINVAL,
@@ -230,7 +246,11 @@ static int open_outputs(kg_job_t *job, char *errbuf) {
                      "data.publisher.fs.uri",
                      pub_uri, fs_property, fs_uri);
   }
-  job->publish = (kg_publish_t){.src = job->fs, .dst = job->pub_fs, .threads = c->publish_threads};
+  job->publish = (kg_publish_t){.src = job->fs,
+                                .dst = job->pub_fs,
+                                .threads = c->publish_threads,
+                                .final_dir = c->final_dir,
+                                .job_name = c->job_name};
   return kg_writer_find(kg_props_get(c->props, "writer.builder.class"), c->output_format, &job->writer, errbuf);
 }
 
@@ -258,6 +278,10 @@ static int prepare(kg_job_t *job, kg_lock_t **lock, kg_state_t **state, char *er
     if (rc) return rc;
   }
   if ((rc = kg_fs_check_writable(job->pub_fs, c->final_dir, "data.publisher.final.dir", errbuf))) return rc;
+  /* Task data on a file system with modes of its own (HDFS) is made its owner's only too, when it is made. */
+  char why[KG_ERRLEN];
+  if (strcmp(job->fs->scheme, "file") && (rc = kg_fs_mkdirs_private(job->fs, c->task_data_root, why)))
+    return kg_fail(errbuf, rc, "task.data.root.dir: %s", why);
   if ((rc = kg_fs_check_writable(job->fs, c->task_data_root, "task.data.root.dir", errbuf))) return rc;
   if (!kg_publish_crosses(&job->publish) &&
       (rc = kg_fs_check_same_fs(job->fs, c->task_data_root, "task.data.root.dir", c->final_dir,

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hadoop_token.h"
 #include "log.h"
 #include "parse.h"
 
@@ -402,6 +403,14 @@ static int make_conf(const kg_config_t *config, rd_kafka_conf_t **out, char *err
   if (!rc) rc = set(conf, "queued.min.messages", KG_PREFETCH_RECORDS, errbuf);
   /* Short: a partition's consume_stop waits for its in-flight fetch, and a task stops once per partition. */
   if (!rc) rc = set(conf, "fetch.wait.max.ms", "10", errbuf);
+  /* Each time the fetcher finds the queue at a bound, it backs off for fetch.queue.backoff.ms (1 s by default), and a
+   * restart of the fetcher (see the top of this file) does not end that backoff: short, so that a fetcher looks again
+   * soon after the reader took records, and a restarted one fetches at once. */
+  if (!rc) rc = set(conf, "fetch.queue.backoff.ms", "10", errbuf);
+  /* No client metrics pushed to the cluster (KIP-714): kingest reports its own, and with the push on,
+   * rd_kafka_destroy waits up to a second for a last push that a broker without a metrics subscription never
+   * answers, once for every client a run makes. */
+  if (!rc) rc = set(conf, "enable.metrics.push", "false", errbuf);
   snprintf(num, sizeof num, "%lld", (long long)o->metadata_timeout_ms);
   if (!rc) rc = set(conf, "socket.timeout.ms", num, errbuf);
   if (!rc) rc = set(conf, "enable.auto.commit", "false", errbuf);
@@ -463,6 +472,71 @@ static void describe_login(rd_kafka_conf_t *conf, char *out, size_t size) {
   }
 }
 
+/* With SASL's GSSAPI and a keytab: that the keytab can be read and holds a key of the principal kinit logs in as
+ * (librdkafka only reports that kinit exited 1, with kinit's reason on stderr), else KG_EAUTH naming both, before
+ * any broker is asked. */
+static int check_keytab(rd_kafka_conf_t *conf, const char *brokers, const char *login, char *errbuf) {
+  char protocol[32] = "", mechanism[32] = "", keytab[1024] = "", principal[512] = "";
+  size_t n = sizeof protocol;
+  if (rd_kafka_conf_get(conf, "security.protocol", protocol, &n) != RD_KAFKA_CONF_OK ||
+      strncasecmp(protocol, "sasl", 4))
+    return KG_OK;
+  n = sizeof mechanism;
+  if (rd_kafka_conf_get(conf, "sasl.mechanisms", mechanism, &n) != RD_KAFKA_CONF_OK || strcasecmp(mechanism, "GSSAPI"))
+    return KG_OK;
+  n = sizeof keytab;
+  if (rd_kafka_conf_get(conf, "sasl.kerberos.keytab", keytab, &n) != RD_KAFKA_CONF_OK || !*keytab) return KG_OK;
+  n = sizeof principal;
+  if (rd_kafka_conf_get(conf, "sasl.kerberos.principal", principal, &n) != RD_KAFKA_CONF_OK) *principal = 0;
+  char **names = NULL, why[KG_ERRLEN];
+  size_t count = 0;
+  kg_buf_t held = {0};
+  int rc = kg_keytab_principals(keytab, &names, &count, why);
+  bool found = false;
+  for (size_t i = 0; !rc && i < count; i++) {
+    found = found || kg_keytab_principal_matches(principal, names[i]);
+    kg_buf_appendf(&held, "%s%s", i ? ", " : "", names[i]);
+  }
+  if (rc)
+    rc = kg_fail(errbuf, KG_EAUTH,
+                 "authentication with Kafka at kafka.brokers=%s failed (%s): the Kerberos login cannot work: "
+                 "kafka.consumer.sasl.kerberos.keytab=%s: %s",
+                 brokers, login, keytab, why);
+  else if (!found)
+    rc = kg_fail(errbuf, KG_EAUTH,
+                 "authentication with Kafka at kafka.brokers=%s failed (%s): the Kerberos login cannot work: "
+                 "kafka.consumer.sasl.kerberos.keytab=%s has no keys of kafka.consumer.sasl.kerberos.principal=%s "
+                 "(it holds: %s)",
+                 brokers, login, keytab, principal, held.data ? held.data : "no keys");
+  kg_buf_free(&held);
+  kg_keytab_principals_free(names, count);
+  return rc;
+}
+
+/* The client's own TLS files as kafka.consumer.* names them, into OUT ("" when it has none): the key with the
+ * property of its password, when one is set. */
+static void tls_files(const rd_kafka_conf_t *conf, char *out, size_t cap) {
+  static const char *const names[] = {"ssl.key.location", "ssl.certificate.location", "ssl.keystore.location",
+                                      "ssl.ca.location", NULL};
+  size_t used = 0;
+  *out = 0;
+  for (int i = 0; names[i]; i++) {
+    char value[1024];
+    size_t size = sizeof value;
+    if (rd_kafka_conf_get(conf, names[i], value, &size) != RD_KAFKA_CONF_OK || !*value) continue;
+    const char *password = !strcmp(names[i], "ssl.key.location")        ? "ssl.key.password"
+                           : !strcmp(names[i], "ssl.keystore.location") ? "ssl.keystore.password"
+                                                                        : NULL;
+    size_t pw_size = 0; /* asked with no buffer: the length of the value (with its NUL), never the value */
+    bool has_password =
+        password && rd_kafka_conf_get(conf, password, NULL, &pw_size) == RD_KAFKA_CONF_OK && pw_size > 1;
+    int n = snprintf(out + used, cap - used, "%skafka.consumer.%s=%s%s%s", used ? ", " : "", names[i], value,
+                     has_password ? " with kafka.consumer." : "", has_password ? password : "");
+    if (n < 0 || (size_t)n >= cap - used) break;
+    used += (size_t)n;
+  }
+}
+
 /* The distinct entries of a kafka.brokers list: librdkafka makes one bootstrap broker of each. */
 static int count_entries(const char *brokers) {
   char *copy = kg_xstrdup(brokers), *save = NULL;
@@ -503,14 +577,24 @@ int kg_kafka_new(const kg_config_t *config, kg_kafka_t **out, char *errbuf) {
   k->nbootstrap = count_entries(o->brokers);
   atomic_init(&k->refused, false);
   describe_login(conf, k->login, sizeof k->login);
+  if ((rc = check_keytab(conf, o->brokers, k->login, errbuf))) {
+    rd_kafka_conf_destroy(conf);
+    pthread_mutex_destroy(&k->lock);
+    free(k);
+    return rc;
+  }
   rd_kafka_conf_set_opaque(conf, k); /* for log_cb, from the client's first connection on */
-  char err[512];
+  char err[512], files[KG_ERRLEN / 2];
+  tls_files(conf, files, sizeof files);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (!rk) {
     rd_kafka_conf_destroy(conf);
     pthread_mutex_destroy(&k->lock);
     free(k);
-    return kg_fail(errbuf, KG_EKAFKA, "cannot create a Kafka client for kafka.brokers=%s: %s", o->brokers, err);
+    /* OpenSSL's reasons ("PEM lib", "bad decrypt") name no file: the client's own TLS files, when it has any. */
+    bool tls = *files && (strstr(err, "ssl") || strstr(err, "SSL") || strstr(err, "PEM"));
+    return kg_fail(errbuf, KG_EKAFKA, "cannot create a Kafka client for kafka.brokers=%s: %s%s%s%s", o->brokers, err,
+                   tls ? " (its TLS files: " : "", tls ? files : "", tls ? ")" : "");
   }
   k->rk = rk;
   k->metadata_timeout_ms = o->metadata_timeout_ms;

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "executor.h"
 #include "fault.h"
+#include "hadoop_token.h"
 #include "http.h"
 #include "json.h"
 #include "log.h"
@@ -244,8 +245,9 @@ static void argv_free(argv_t *a) {
 }
 
 /* Properties of Gobblin's that a MapReduce run hands to the Hadoop job as they are. */
-static const char *const passed_on[] = {"mapreduce.job.queuename", "mapreduce.map.memory.mb", "mapreduce.map.java.opts",
-                                        "mapred.job.queue.name", NULL};
+static const char *const passed_on[] = {"mapreduce.job.queuename",        "mapreduce.map.memory.mb",
+                                        "mapreduce.map.java.opts",        "mapred.job.queue.name",
+                                        "yarn.resourcemanager.principal", NULL};
 
 /* Per-task progress while the job runs: the maps' `reporter:status:` lines, which YARN keeps as each task's
  * status, asked of the job's coordinator (the MapReduce REST API, behind the tracking URL) every
@@ -723,6 +725,96 @@ static int read_results(const kg_mr_run_t *run, const char *output, char *errbuf
   return rc;
 }
 
+/* ---- a Kerberized HDFS: the job's delegation token ---------------------------------------------------------- */
+
+/* The alias of the delegation token in the job's credentials. */
+#define TOKEN_ALIAS "kingest.webhdfs"
+
+/* What the driver makes for a job on a Kerberized HDFS: a folder of its own (mode 700) with the ticket cache the
+ * Hadoop client logs in with and the credentials file that carries the token to the maps. All owned. */
+typedef struct {
+  char *dir;       /* NULL: no Kerberos */
+  char *ccache;    /* DIR/krb5cc */
+  char *creds;     /* DIR/tokens */
+  char *token;     /* the delegation token: a secret */
+  char *old_cache; /* KRB5CCNAME before (the run's cache in memory) */
+} job_token_t;
+
+/* The short name of principal P ("kingest" of "kingest@R", "rm" of "rm/host@R"), a new string. */
+static char *short_name(const char *p) { return kg_xstrndup(p, strcspn(p, "/@")); }
+
+/* On a Kerberized HDFS: logs the Hadoop client in (the run's keytab into a ticket cache in a folder of its own,
+ * which its environment names: KRB5CCNAME) and takes one delegation token (GETDELEGATIONTOKEN; renewer
+ * yarn.resourcemanager.principal's short name, else the run's own), written to a Hadoop credentials file that the
+ * job gets with -Dmapreduce.job.credentials.binary. YARN copies it into each container's token file
+ * (HADOOP_TOKEN_FILE_LOCATION), readable by the job's user alone; the token never goes into the maps' input, the
+ * job's configuration or its command line, and the keytab never leaves this machine. */
+static int token_setup(const kg_mr_run_t *run, job_token_t *t, char *errbuf) {
+  memset(t, 0, sizeof *t);
+  if (!kg_fs_webhdfs_kerberos(run->fs)) return KG_OK;
+  const char *tmp = getenv("TMPDIR");
+  char *dir = kg_xasprintf("%s/kingest-mr-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) {
+    int e = errno;
+    free(dir);
+    return kg_fail(errbuf, KG_EIO, "cannot make a private folder for the Hadoop job's Kerberos login: %s", strerror(e));
+  }
+  t->dir = dir;
+  t->ccache = kg_xasprintf("%s/krb5cc", dir);
+  t->creds = kg_xasprintf("%s/tokens", dir);
+  const char *old = getenv("KRB5CCNAME");
+  t->old_cache = old ? kg_xstrdup(old) : NULL;
+  char *cache = kg_xasprintf("FILE:%s", t->ccache);
+  setenv("KRB5CCNAME", cache, 1); /* where the SPNEGO below puts the ticket it takes from the keytab */
+  free(cache);
+  const char *rm = kg_props_get(run->config->props, "yarn.resourcemanager.principal");
+  char *renewer = short_name(rm && *rm ? rm : kg_fs_webhdfs_principal(run->fs));
+  int rc = kg_fs_webhdfs_get_token(run->fs, renewer, &t->token, errbuf);
+  kg_buf_t file = {0};
+  if (!rc) rc = kg_hadoop_creds_build(TOKEN_ALIAS, t->token, &file, errbuf);
+  if (!rc) {
+    int fd = open(t->creds, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && write(fd, file.data, file.len) == (ssize_t)file.len;
+    if (fd >= 0 && close(fd) != 0) ok = false;
+    if (!ok)
+      rc = kg_fail(errbuf, KG_EIO, "cannot write the Hadoop job's credentials %s: %s", t->creds, strerror(errno));
+  }
+  if (file.data) memset(file.data, 0, file.len);
+  kg_buf_free(&file);
+  if (!rc)
+    KG_INFO("Took a delegation token of %s (renewer %s) for the Hadoop job; the maps get it in the job's credentials",
+            kg_fs_webhdfs_principal(run->fs), renewer);
+  free(renewer);
+  return rc;
+}
+
+/* Cancels the token (the job is over, whatever its end), removes the folder and gives the run its own ticket cache
+ * back. */
+static void token_teardown(const kg_mr_run_t *run, job_token_t *t) {
+  if (!t->dir) return;
+  if (t->token) {
+    char why[KG_ERRLEN];
+    if (kg_fs_webhdfs_cancel_token(run->fs, t->token, why))
+      KG_WARN("%s (it expires by itself)", why);
+    else
+      KG_INFO("Cancelled the Hadoop job's delegation token");
+    memset(t->token, 0, strlen(t->token));
+    free(t->token);
+  }
+  unlink(t->creds);
+  unlink(t->ccache);
+  rmdir(t->dir);
+  if (t->old_cache)
+    setenv("KRB5CCNAME", t->old_cache, 1);
+  else
+    unsetenv("KRB5CCNAME");
+  free(t->old_cache);
+  free(t->creds);
+  free(t->ccache);
+  free(t->dir);
+  memset(t, 0, sizeof *t);
+}
+
 static void fail_all(const kg_mr_run_t *run, int rc, const char *error) {
   for (size_t k = 0; k < run->ntasks; k++) {
     kg_task_result_t *r = &run->tasks[k].result;
@@ -746,7 +838,9 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
   char *hadoop = NULL, *jar = NULL, *self = kingest_path(c);
   char tried[PATH_MAX + 64];
   argv_t a = {0};
-  int rc = write_input(run, input, errbuf);
+  job_token_t tok;
+  int rc = token_setup(run, &tok, errbuf);
+  if (!rc) rc = write_input(run, input, errbuf);
   const kg_mr_options_t *mr = kg_mr_options(c);
   if (!rc && !(hadoop = find_command(mr->hadoop, tried, sizeof tried)))
     rc = kg_fail(errbuf, KG_EINVAL, "mr.hadoop.command=%s was not found (looked in %s)", mr->hadoop, tried);
@@ -765,6 +859,12 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
     arg(&a, "-Dmapreduce.input.lineinputformat.linespermap=1");
     snprintf(n, sizeof n, "%d", mr->attempts);
     argf(&a, "-Dmapreduce.map.maxattempts=%s", n);
+    if (tok.creds) {
+      argf(&a, "-Dmapreduce.job.credentials.binary=%s", tok.creds);
+      /* Hadoop drops the property above from the job's configuration once it has read the file: the file's path
+       * (not the token) under a name of kingest's, for maps that run on this machine (the local job runner). */
+      argf(&a, "-Dkingest.job.credentials=%s", tok.creds);
+    }
     for (const char *const *p = passed_on; *p; p++) {
       const char *v = kg_props_get(c->props, *p);
       if (!v || !*v) continue;
@@ -840,6 +940,7 @@ int kg_mr_run(const kg_mr_run_t *run, bool *stopped, char *errbuf) {
         KG_ERROR("Task %s failed in its map: %s", run->tasks[k].spec.task_id, run->tasks[k].result.error);
     client_clear(&cl);
   }
+  token_teardown(run, &tok);
   if (rc) fail_all(run, rc, errbuf);
   argv_free(&a);
   free(self);
@@ -904,6 +1005,42 @@ int kg_mr_task_props(const kg_json_t *line, const kg_props_t *own, kg_props_t **
     if (!kg_props_has(own, key) && strncmp(origin, "--", 2)) name(differ, key); /* --strict is the driver's */
   }
   *out = props;
+  return KG_OK;
+}
+
+/* On a Kerberized HDFS, a map authenticates with the job's delegation token, from the job's credentials: the
+ * container's token file (HADOOP_TOKEN_FILE_LOCATION, on YARN), else the driver's credentials file, whose path the
+ * job's configuration has as kingest.job.credentials (Streaming puts it in a map's environment; the file is there
+ * for the maps of Hadoop's local job runner, on the driver's machine). Never with a keytab. */
+static int map_token(const kg_config_t *c, char *errbuf) {
+  const kg_webhdfs_options_t *o = kg_webhdfs_options(c);
+  const char *property = NULL, *uri = kg_fs_writer_uri(c, &property);
+  bool kerberos = (o && o->auth == KG_WEBHDFS_AUTH_KERBEROS) || strstr(uri, "auth=kerberos");
+  if (!kerberos || strstr(uri, "auth=simple")) return KG_OK;
+  const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION"), *from = "HADOOP_TOKEN_FILE_LOCATION";
+  if (!path || !*path) {
+    path = getenv("kingest_job_credentials");
+    from = "kingest.job.credentials";
+  }
+  if (!path || !*path)
+    return kg_fail(
+        errbuf, KG_EINVAL,
+        "hadoop.security.authentication=kerberos: this map has no job credentials "
+        "(HADOOP_TOKEN_FILE_LOCATION is not set), so no delegation token: a map never logs in with a keytab");
+  size_t len = 0;
+  int error = 0;
+  char *data = kg_read_file(path, &len, &error);
+  if (!data)
+    return kg_fail(errbuf, KG_EIO, "cannot read the job's credentials %s (%s): %s", path, from,
+                   strerror(error > 0 ? error : EIO));
+  char *token = NULL;
+  int rc = kg_hadoop_creds_find(data, len, path, TOKEN_ALIAS, &token, NULL, errbuf);
+  memset(data, 0, len);
+  free(data);
+  if (rc) return rc;
+  kg_fs_webhdfs_use_token(token);
+  memset(token, 0, strlen(token));
+  free(token);
   return KG_OK;
 }
 
@@ -988,7 +1125,8 @@ static int run_line(const kg_mr_map_t *map, const char *line, const char *attemp
     why_rc = kg_config_new(props, map->job_file, map->job_is_lua, map->work_dir, &c, why);
     if (!why_rc && !map->log_format_set) kg_log_set_format((kg_log_format_t)c->log_format);
     const char *fs_property = NULL;
-    if (!why_rc) why_rc = kg_fs_open(kg_fs_writer_uri(c, &fs_property), fs_property, &fs, why);
+    if (!why_rc) why_rc = map_token(c, why);
+    if (!why_rc) why_rc = kg_fs_open_config(kg_fs_writer_uri(c, &fs_property), fs_property, c, &fs, why);
     if (!why_rc)
       why_rc = kg_writer_find(kg_props_get(c->props, "writer.builder.class"), c->output_format, &writer, why);
   }
@@ -1119,6 +1257,12 @@ static const kg_property_t rows[] = {
      .mode = KG_MODE_MAPREDUCE,
      .doc = "Map container memory: passed to the Hadoop job."},
     {.name = "mapreduce.map.java.opts", .mode = KG_MODE_MAPREDUCE, .doc = "Map JVM options: passed to the Hadoop job."},
+    {.name = "yarn.resourcemanager.principal",
+     .mode = KG_MODE_MAPREDUCE,
+     .doc = "On a Kerberized HDFS: the ResourceManager's principal (as the cluster's yarn-site.xml has it), whose "
+            "short name renews the job's delegation token (without it, `kerberos.principal`'s short name does); "
+            "passed to the Hadoop job ([The Hadoop mode on a Kerberized "
+            "cluster](#the-hadoop-mode-on-a-kerberized-cluster))."},
     {.name = "mapred.job.queue.name",
      .mode = KG_MODE_MAPREDUCE,
      .doc = "YARN queue (old name): passed to the Hadoop job."},

@@ -61,6 +61,9 @@ static const struct {
     {"partition_state", "last_offset", "INTEGER"},
     {"partition_state", "last_timestamp", "INTEGER"},
     {"partition_state", "last_hash", "INTEGER"},
+    {"pending_moves", "upload_id", "TEXT"},
+    {"pending_moves", "size", "INTEGER"},
+    {"pending_moves", "etag", "TEXT"},
     {"pending_partitions", "log_start", "INTEGER"},
     {"pending_partitions", "update_last", "INTEGER"},
     {"pending_partitions", "last_offset", "INTEGER"},
@@ -383,7 +386,10 @@ static int commit_begin(kg_state_t *s, const char *job_id, const kg_move_t *move
   int rc = exec(s, "BEGIN IMMEDIATE", errbuf);
   if (rc) return rc;
   sqlite3_stmt *mv = NULL, *pp = NULL;
-  if (sqlite3_prepare_v2(s->db, "INSERT INTO pending_moves VALUES(?,?,?,?)", -1, &mv, NULL) != SQLITE_OK ||
+  if (sqlite3_prepare_v2(s->db,
+                         "INSERT INTO pending_moves(job_id, seq, src, dst, upload_id, size, etag)"
+                         " VALUES(?,?,?,?,?,?,?)",
+                         -1, &mv, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(s->db,
                          "INSERT INTO pending_partitions(job_id, topic, partition, next_offset, has_stats,"
                          " avg_record_millis, avg_record_size, records_pulled, log_start, update_last, last_offset,"
@@ -398,6 +404,12 @@ static int commit_begin(kg_state_t *s, const char *job_id, const kg_move_t *move
     sqlite3_bind_int64(mv, 2, (sqlite3_int64)i);
     sqlite3_bind_text(mv, 3, moves[i].src, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(mv, 4, moves[i].dst, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(mv, 5, moves[i].upload_id, -1, SQLITE_TRANSIENT); /* NULL binds NULL */
+    if (moves[i].size >= 0 && (moves[i].upload_id || moves[i].etag))
+      sqlite3_bind_int64(mv, 6, moves[i].size);
+    else
+      sqlite3_bind_null(mv, 6);
+    sqlite3_bind_text(mv, 7, moves[i].etag, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(mv) != SQLITE_DONE) rc = db_fail(s, errbuf, "cannot record the commit");
   }
   for (size_t i = 0; i < nparts && !rc; i++) {
@@ -496,8 +508,11 @@ int kg_state_pending(kg_state_t *s, char **job_id, kg_move_t **moves, size_t *nm
   if (sqlite3_step(st) == SQLITE_ROW) *job_id = kg_xstrdup((const char *)sqlite3_column_text(st, 0));
   sqlite3_finalize(st);
   if (!*job_id) return KG_OK;
-  if (sqlite3_prepare_v2(s->db, "SELECT src, dst FROM pending_moves WHERE job_id = ? ORDER BY seq", -1, &st, NULL) !=
-      SQLITE_OK)
+  /* A database of an older kingest opened for reading only has no upload columns. */
+  const char *select = has_column(s->db, "pending_moves", "upload_id")
+                           ? "SELECT src, dst, upload_id, size, etag FROM pending_moves WHERE job_id = ? ORDER BY seq"
+                           : "SELECT src, dst, NULL, NULL, NULL FROM pending_moves WHERE job_id = ? ORDER BY seq";
+  if (sqlite3_prepare_v2(s->db, select, -1, &st, NULL) != SQLITE_OK)
     return db_fail(s, errbuf, "cannot read the commit journal");
   sqlite3_bind_text(st, 1, *job_id, -1, SQLITE_TRANSIENT);
   size_t cap = 0;
@@ -508,16 +523,38 @@ int kg_state_pending(kg_state_t *s, char **job_id, kg_move_t **moves, size_t *nm
     }
     (*moves)[*nmoves].src = kg_xstrdup((const char *)sqlite3_column_text(st, 0));
     (*moves)[*nmoves].dst = kg_xstrdup((const char *)sqlite3_column_text(st, 1));
+    const char *upload_id = (const char *)sqlite3_column_text(st, 2), *etag = (const char *)sqlite3_column_text(st, 4);
+    (*moves)[*nmoves].upload_id = upload_id ? kg_xstrdup(upload_id) : NULL;
+    (*moves)[*nmoves].size = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+    (*moves)[*nmoves].etag = etag ? kg_xstrdup(etag) : NULL;
     (*nmoves)++;
   }
   sqlite3_finalize(st);
   return KG_OK;
 }
 
+int kg_state_move_update(kg_state_t *s, const char *job_id, size_t seq, const char *upload_id, const char *etag,
+                         char *errbuf) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "UPDATE pending_moves SET upload_id = ?, etag = ? WHERE job_id = ? AND seq = ?", -1,
+                         &st, NULL) != SQLITE_OK)
+    return db_fail(s, errbuf, "cannot record an upload in the commit journal");
+  sqlite3_bind_text(st, 1, upload_id, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, etag, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, job_id, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 4, (sqlite3_int64)seq);
+  int rc =
+      sqlite3_step(st) == SQLITE_DONE ? KG_OK : db_fail(s, errbuf, "cannot record an upload in the commit journal");
+  sqlite3_finalize(st);
+  return rc;
+}
+
 void kg_state_free_moves(kg_move_t *moves, size_t count) {
   for (size_t i = 0; i < count; i++) {
     free(moves[i].src);
     free(moves[i].dst);
+    free(moves[i].upload_id);
+    free(moves[i].etag);
   }
   free(moves);
 }

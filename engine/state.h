@@ -28,6 +28,10 @@ typedef struct {
 typedef struct {
   char *src; /* task output, owned */
   char *dst; /* final place, owned */
+  /* For a final folder on an object store (fs.h), which publishes by a write, not a rename: */
+  char *upload_id; /* the upload in parts begun for DST before the journal was written; NULL: one PutObject */
+  int64_t size;    /* bytes of SRC (the object's when published); -1 when not recorded (a rename) */
+  char *etag;      /* the ETag the object has when this commit wrote it; NULL when not known */
 } kg_move_t;
 
 /* The database path of JOB under DIR; a new string. */
@@ -56,6 +60,11 @@ int kg_state_commit_begin(kg_state_t *state, const char *job_id, const kg_move_t
                           const kg_partition_state_t *parts, size_t nparts, char *errbuf);
 int kg_state_commit_finish(kg_state_t *state, const char *job_id, char *errbuf);
 int kg_state_commit_abort(kg_state_t *state, const char *job_id, char *errbuf);
+/* Records for move SEQ (its index) of JOB_ID's journal the upload now under way (UPLOAD_ID, NULL: none) and the
+ * ETag its object has (NULL: not known yet): a recovery that starts an upload again, or a write whose ETag differs
+ * from the one foreseen. */
+int kg_state_move_update(kg_state_t *state, const char *job_id, size_t seq, const char *upload_id, const char *etag,
+                         char *errbuf);
 /* An unfinished commit: *JOB_ID is NULL when there is none. Caller frees the job id and the moves. */
 int kg_state_pending(kg_state_t *state, char **job_id, kg_move_t **moves, size_t *nmoves, char *errbuf);
 void kg_state_free_moves(kg_move_t *moves, size_t count);

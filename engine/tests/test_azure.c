@@ -223,7 +223,7 @@ static void test_properties(void) {
   kg_secret_mask(text);
   CHECK_STR(text, "key=" KG_SECRET_MASK);
   kg_fs_t *fs = NULL;
-  CHECK_INT(kg_fs_open_config(c, "wasbs://logs@acct.blob.core.windows.net", "data.publisher.fs.uri", &fs, err), KG_OK);
+  CHECK_INT(kg_fs_open_config("wasbs://logs@acct.blob.core.windows.net", "data.publisher.fs.uri", c, &fs, err), KG_OK);
   CHECK_INT(fs->object->part_size, 65536);
   kg_fs_close(fs);
   kg_config_destroy(c);

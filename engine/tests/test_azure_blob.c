@@ -55,7 +55,7 @@ static kg_fs_t *open_fs(const char *container, const char *key_value, int block,
   char uri[256];
   snprintf(uri, sizeof uri, "wasb://%s@devstoreaccount1.blob.core.windows.net", container);
   kg_fs_t *fs = NULL;
-  if (kg_fs_open_config(*c, uri, "data.publisher.fs.uri", &fs, err)) fprintf(stderr, "open: %s\n", err);
+  if (kg_fs_open_config(uri, "data.publisher.fs.uri", *c, &fs, err)) fprintf(stderr, "open: %s\n", err);
   return fs;
 }
 
@@ -229,7 +229,7 @@ static void test_refusals(const char *dir) {
   CHECK_INT(kg_test_config(text, "job.pull", &c, err), KG_OK);
   fs = NULL;
   CHECK_INT(
-      kg_fs_open_config(c, "wasb://objects@devstoreaccount1.blob.core.windows.net", "data.publisher.fs.uri", &fs, err),
+      kg_fs_open_config("wasb://objects@devstoreaccount1.blob.core.windows.net", "data.publisher.fs.uri", c, &fs, err),
       KG_OK);
   if (fs) {
     CHECK_INT(kg_fs_check_writable(fs, "/out", "data.publisher.final.dir", err), KG_EIO);

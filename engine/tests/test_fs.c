@@ -49,7 +49,7 @@ static void test_registry(void) {
   CHECK_INT(kg_fs_open("ftp://host/", "writer.fs.uri", &fs, err), KG_EINVAL);
   CHECK(fs == NULL);
   CHECK_CONTAINS(err, "writer.fs.uri=ftp://host/");
-  CHECK_CONTAINS(err, "(kingest has: file, webhdfs, wasbs, wasb, abfss, abfs)");
+  CHECK_CONTAINS(err, "(kingest has: file, webhdfs, swebhdfs, s3a, s3, wasbs, wasb, abfss, abfs)");
   /* gs:// is Google's own API: the error points at its S3-compatible one. */
   CHECK_INT(kg_fs_open("gs://bucket/", "data.publisher.fs.uri", &fs, err), KG_EINVAL);
   CHECK_CONTAINS(err, "data.publisher.fs.uri=gs://bucket/: kingest reaches Google Cloud Storage through its "

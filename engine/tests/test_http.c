@@ -324,7 +324,9 @@ static void test_get(void) {
 }
 
 static void test_caps(void) {
-  char err[KG_ERRLEN] = "", big[10001];
+  /* Static: the server's connection thread may still be sending it after the client stopped reading at its cap. */
+  static char big[10001];
+  char err[KG_ERRLEN] = "";
   memset(big, 'x', 10000);
   big[10000] = 0;
   serve(1, (reply_t[]){{.status = 200, .body = big}});
@@ -583,7 +585,8 @@ static void test_timeouts(void) {
 }
 
 static void test_redirects(void) {
-  char err[KG_ERRLEN] = "", loc[256];
+  char err[KG_ERRLEN] = "";
+  static char loc[256]; /* static: a connection thread may read it after this test returns */
   kg_http_response_t resp = {0};
   snprintf(loc, sizeof loc, "Location: %s/elsewhere\r\n", base);
   int fd = temp_file("streamed body");

@@ -5,7 +5,9 @@
  * a wait for a full batch), a restart while the records of the fetch before it are still queued (none of those taken,
  * none lost), a partition at its end, a queue that several partitions feed. Then kg_kafka_fetch with a prefetch queue
  * of one record, so that its fetcher is restarted every time the queue runs dry, with and without fetches in flight at
- * the restarts. Every check is on counts and offsets (every record once, in order), none on a time. */
+ * the restarts; and, through librdkafka's debug log, the client settings that keep its fetcher's backoff short and its
+ * destroy from waiting for a push of client metrics. Every check is on counts, offsets and log lines (every record
+ * once, in order), none on a time. */
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <pthread.h>
@@ -487,6 +489,71 @@ static void test_fetch_restarts(const char *topic, int n, int rtt_ms, const char
   kg_config_destroy(config);
 }
 
+/* The lines of LOG since byte FROM that hold MARK; *VALUES gets the number after MARK of each (up to MAX). */
+static int lines_with(const char *log, size_t from, const char *mark, long long *values, int max) {
+  FILE *f = fopen(log, "r");
+  if (!f) return 0;
+  fseek(f, (long)from, SEEK_SET);
+  char line[2048];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    const char *at = strstr(line, mark);
+    if (!at) continue;
+    if (n < max) values[n] = strtoll(at + strlen(mark), NULL, 10);
+    n++;
+  }
+  fclose(f);
+  return n;
+}
+
+/* The engine's client as librdkafka 2.x runs it, seen through librdkafka's own debug log: a fetcher that finds the
+ * prefetch queue at its bound backs off for 10 ms (fetch.queue.backoff.ms), not librdkafka's default of a second,
+ * which a restart of the fetcher does not end; and destroying the client does not wait for a last push of client
+ * metrics (enable.metrics.push), which a cluster without a metrics subscription never answers. */
+static void test_client_backoffs(const char *log) {
+  const char *topic = "fetch.backoff";
+  create_topic(topic, 1);
+  produce(topic, 0, 0, 12, false);
+  char text[1024], err[KG_ERRLEN] = "";
+  snprintf(text, sizeof text,
+           "kafka.brokers=%s\nkafka.consumer.queued.min.messages=1\nkafka.consumer.fetch.message.max.bytes=300\n"
+           "kafka.consumer.debug=fetch,telemetry\n",
+           bootstraps);
+  kg_config_t *config = NULL;
+  CHECK_INT(kg_test_config(text, "/jobs/backoff.pull", &config, err), KG_OK);
+  kg_kafka_t *k = NULL;
+  if (config) CHECK_INT(kg_kafka_new(config, &k, err), KG_OK);
+  if (!k) {
+    fprintf(stderr, "%s\n", err);
+    kg_config_destroy(config);
+    return;
+  }
+  size_t from = size_of(log);
+  CHECK_INT(kg_kafka_fetch_start(k, topic, 0, 0, err), KG_OK);
+  kg_record_t records[7];
+  int64_t expected = 0, eof = -1;
+  int64_t deadline = now_ms() + KG_TEST_PATIENCE_MS;
+  while (eof < 12 && now_ms() < deadline) {
+    int got = kg_kafka_fetch(k, records, 7, 1000, &eof, err);
+    CHECK(got >= 0 && got <= 7);
+    for (int i = 0; i < got; i++) {
+      CHECK_INT(records[i].offset, expected);
+      expected = (int64_t)records[i].offset + 1;
+    }
+    sleep_ms(20); /* a slow reader: the fetcher finds the queue at its bound */
+  }
+  CHECK_INT(expected, 12);
+  kg_kafka_fetch_stop(k);
+  kg_kafka_destroy(k);
+  kg_config_destroy(config);
+  long long backoffs[64];
+  int n = lines_with(log, from, "fetch.backoff [0]: Fetch backoff for ", backoffs, 64);
+  CHECK(n >= 1); /* the queue of one record was at its bound after every fetch */
+  for (int i = 0; i < n && i < 64; i++)
+    CHECK_INT(backoffs[i], 10);
+  CHECK_INT(lines_with(log, from, "Awaiting termination of telemetry", backoffs, 64), 0);
+}
+
 int main(void) {
   setup_cluster();
   test_barrier_empty_and_wait();
@@ -500,6 +567,7 @@ int main(void) {
   kg_log_set_level(KG_LOG_DEBUG);
   test_fetch_restarts("fetch.restarts", 24, 0, log);
   test_fetch_restarts("fetch.inflight", 12, 20, log);
+  test_client_backoffs(log);
   kg_log_set_level(KG_LOG_INFO);
   kg_log_set_file(NULL);
   unlink(log);

@@ -168,7 +168,7 @@ static void test_commits(kg_state_t *s, const char *dir) {
   /* A full commit: journal, move, finish. */
   char *src = kg_xasprintf("%s/out.txt", dir), *dst = kg_xasprintf("%s/final/t/out.txt", dir);
   touch(src);
-  kg_move_t mv = {src, dst};
+  kg_move_t mv = {.src = src, .dst = dst};
   kg_partition_state_t parts[2] = {part("t", 0, 10, 10), part("t", 1, 3, 0)};
   CHECK_INT(kg_state_commit_begin(s, "job_1", &mv, 1, parts, 2, err), KG_OK);
   char *pending = NULL;
@@ -229,7 +229,7 @@ static void test_commits(kg_state_t *s, const char *dir) {
   kg_state_free_partitions(got, n);
 
   /* A journal whose files are gone cannot be finished, and says so. */
-  kg_move_t lost = {"/nonexistent/a", "/nonexistent/b"};
+  kg_move_t lost = {.src = "/nonexistent/a", .dst = "/nonexistent/b"};
   CHECK_INT(kg_state_commit_begin(s, "job_4", &lost, 1, &bad, 1, err), KG_OK);
   CHECK_INT(kg_commit_recover(s, local_publish(), err), KG_EIO);
   CHECK_CONTAINS(err, "job_4");

@@ -93,8 +93,36 @@ static void test_open(void) {
   char err[KG_ERRLEN] = "";
   CHECK_INT(kg_fs_open("hdfs://127.0.0.1:8020", "fs.uri", &fs, err), KG_EINVAL);
   CHECK_CONTAINS(err, "use webhdfs://HOST:PORT with PORT the NameNode's HTTP port");
-  CHECK_INT(kg_fs_open("webhdfs://127.0.0.1:9870?auth=kerberos", "fs.uri", &fs, err), KG_EINVAL);
-  CHECK_CONTAINS(err, "Kerberos (SPNEGO) authentication is not supported");
+  /* auth=kerberos is read (the keytab is checked when the run's options come with it). */
+  CHECK_INT(kg_fs_open("webhdfs://127.0.0.1:9870?auth=kerberos", "fs.uri", &fs, err), KG_OK);
+  CHECK(kg_fs_webhdfs_kerberos(fs));
+  kg_fs_close(fs);
+  fs = NULL;
+  CHECK_INT(kg_fs_open("webhdfs://127.0.0.1:9870?auth=magic", "fs.uri", &fs, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "auth=magic: unknown authentication (kingest has: simple, kerberos)");
+  kg_webhdfs_options_t krb = {.auth = KG_WEBHDFS_AUTH_KERBEROS};
+  CHECK_INT(kg_fs_webhdfs_open_with("webhdfs://127.0.0.1:9870", &krb, &fs, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "hadoop.security.authentication=kerberos needs kerberos.principal");
+  krb.principal = "kingest@KINGEST.TEST";
+  CHECK_INT(kg_fs_webhdfs_open_with("webhdfs://127.0.0.1:9870", &krb, &fs, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "needs kerberos.keytab (the keytab of kerberos.principal=kingest@KINGEST.TEST)");
+  krb.keytab = "/nonexistent/kingest.keytab";
+  CHECK_INT(kg_fs_webhdfs_open_with("webhdfs://127.0.0.1:9870", &krb, &fs, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "kerberos.keytab=/nonexistent/kingest.keytab (for kerberos.principal=kingest@KINGEST.TEST)");
+  CHECK_CONTAINS(err, "No such file or directory");
+  krb.keytab = "/etc/hostname"; /* not a keytab */
+  CHECK_INT(kg_fs_webhdfs_open_with("webhdfs://127.0.0.1:9870", &krb, &fs, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "/etc/hostname is not a Kerberos keytab");
+  kg_webhdfs_options_t tls = {.ca_file = "/nonexistent/ca.pem"};
+  CHECK_INT(kg_fs_webhdfs_open_with("swebhdfs://127.0.0.1:9871", &tls, &fs, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "webhdfs.ssl.ca.location=/nonexistent/ca.pem: cannot read it");
+  CHECK_INT(kg_fs_open("swebhdfs://127.0.0.1", "fs.uri", &fs, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "expected swebhdfs://[USER@]HOST:PORT, PORT being the NameNode's HTTPS port");
+  CHECK_INT(kg_fs_open("swebhdfs://127.0.0.1:9871", "fs.uri", &fs, err), KG_OK);
+  CHECK_STR(fs ? fs->scheme : NULL, "swebhdfs");
+  CHECK(!kg_fs_webhdfs_kerberos(fs));
+  kg_fs_close(fs);
+  fs = NULL;
   CHECK_INT(kg_fs_open("webhdfs://127.0.0.1", "fs.uri", &fs, err), KG_EINVAL);
   CHECK_CONTAINS(err, "expected webhdfs://[USER@]HOST:PORT");
   CHECK_INT(kg_fs_open("webhdfs://127.0.0.1:99999", "fs.uri", &fs, err), KG_EINVAL);
@@ -104,7 +132,7 @@ static void test_open(void) {
   CHECK_INT(kg_fs_open("webhdfs://127.0.0.1:9870/?colour=blue", "fs.uri", &fs, err), KG_EINVAL);
   CHECK_CONTAINS(err, "unknown parameter 'colour'");
   CHECK_INT(kg_fs_open("ftp://x", "fs.uri", &fs, err), KG_EINVAL);
-  CHECK_CONTAINS(err, "(kingest has: file, webhdfs)");
+  CHECK_CONTAINS(err, "(kingest has: file, webhdfs, swebhdfs)");
   CHECK_INT(kg_fs_open("webhdfs://someone@127.0.0.1:9870/?user.name=other&auth=simple", "fs.uri", &fs, err), KG_OK);
   CHECK_STR(fs ? fs->scheme : NULL, "webhdfs");
   kg_fs_close(fs);

@@ -7,7 +7,7 @@
 bench_measured_on() { # root, bin, command line
     local root=$1 bin=$2 command_line=$3 model version commit
     model=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1)
-    version=$("$bin" --version 2>/dev/null | sed 's/^kingest //')
+    version=$("$bin" --version 2>/dev/null | sed -n '1s/^kingest //p')
     commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)
     if [[ -n $commit ]] && ! git -C "$root" diff --quiet HEAD -- engine lua CMakeLists.txt 2>/dev/null; then
         commit+=", with changes to it"

@@ -70,12 +70,26 @@ describe("the kingest command line", function()
     end)
   end)
 
-  it("prints `kingest <version>` for --version", function()
+  it("prints `kingest <version>` and the librdkafka it carries, with its features, for --version", function()
     assert.is_string(VERSION)
-    for _, arg in ipairs({ "--version", "-V" }) do
+    -- The librdkafka of third_party/librdkafka/build.conf (its upstream version, without Debian's revision):
+    -- 2.6.1 or later, the first that logs in with SCRAM to Kafka 4, with every codec and security mechanism.
+    local rdkafka = H.slurp(H.root .. "/third_party/librdkafka/build.conf"):match("\nversion=([%d%.]+)%-")
+    assert.is_string(rdkafka)
+    local major, minor, patch = rdkafka:match("^(%d+)%.(%d+)%.(%d+)$")
+    assert.is_true(tonumber(major) * 10000 + tonumber(minor) * 100 + tonumber(patch) >= 20601, rdkafka)
+    for _, arg in ipairs({ "--version", "-V", "version" }) do
       local code, out, err = kingest(arg)
       assert.are.equal(0, code, err)
-      assert.are.equal("kingest " .. VERSION .. "\n", out)
+      local features = out:match("^kingest " .. VERSION:gsub("%.", "%%.") .. "\nlibrdkafka " ..
+                                 rdkafka:gsub("%.", "%%.") .. " %(builtin%.features ([%w_,]+)%)\n$")
+      assert(features, out)
+      local has = {}
+      for f in features:gmatch("[^,]+") do has[f] = true end
+      for _, f in ipairs({ "gzip", "snappy", "lz4", "zstd", "ssl", "sasl_plain", "sasl_scram", "sasl_gssapi",
+                           "sasl_oauthbearer" }) do
+        assert.is_true(has[f] == true, f .. " not in " .. features)
+      end
     end
   end)
 

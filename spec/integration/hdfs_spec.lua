@@ -42,6 +42,10 @@ describe("output to HDFS through WebHDFS", function()
     local stored = H.stored_offsets(work, "HdfsJob") -- in the local state database
     assert.equals(2000, stored[topic .. ":0"])
     assert.equals(3, (stored[topic .. "_b:0"] or 0) + (stored[topic .. "_b:1"] or 0))
+    -- The task data's root holds what the run read: its owner's only (it was made by the run), the output not.
+    local modes = {}
+    for _, e in ipairs(W.ls(root)) do modes[e.name] = e.permission end
+    assert.same({ ["task-data"] = "700", out = "755" }, modes)
     -- Task data is gone from HDFS once the run is over.
     local left = table.concat(W.paths(root .. "/task-data"), "\n")
     assert.falsy(left:find("part%.task_"))

@@ -213,6 +213,18 @@ describe("Kafka's security mechanisms", function()
       pulls_everything(secured_job("mtls", S.ssl, mtls(S.client_cert, S.client_key, true)), S.client_key_password)
     end)
 
+    it("fails at once on a wrong password of the client's key, naming the key and its password's property", function()
+      local c = secured_job("mtls_key_password", S.ssl, mtls(S.client_cert, S.client_key, true))
+      local code, _, err = kingest(c, "wrong-" .. S.client_key_password)
+      assert.are.equal(1, code, err)
+      local last = H.last_line(err)
+      assert.truthy(last:find("cannot create a Kafka client", 1, true), last)
+      assert.truthy(last:find("kafka.consumer.ssl.key.location=" .. S.client_key ..
+        " with kafka.consumer.ssl.key.password", 1, true), last)
+      assert.falsy(err:find(S.client_key_password, 1, true), err)
+      assert.are.same({}, H.stored_offsets(c.work, c.name))
+    end)
+
     it("fails at once when the broker refuses the client certificate: none, or one of another CA", function()
       local c = secured_job("mtls_none", S.ssl, mtls(nil, nil))
       refused(c, nil, { "security.protocol=SSL", broker_of(S.ssl), "the broker refused the client certificate" })
@@ -240,11 +252,12 @@ describe("Kafka's security mechanisms", function()
 
     it("fails at once with the keytab of another principal, or with no keytab, naming the principal and the keytab", function()
       local c = secured_job("gssapi_other", S.sasl_plaintext, gssapi(S.other_keytab))
-      refused(c, nil, { "sasl.mechanism=GSSAPI", "sasl.kerberos.principal=" .. S.client_principal,
-        "sasl.kerberos.keytab=" .. S.other_keytab, "the Kerberos login failed" })
+      refused(c, nil, { "sasl.mechanism=GSSAPI", "the Kerberos login cannot work: kafka.consumer.sasl.kerberos.keytab="
+        .. S.other_keytab .. " has no keys of kafka.consumer.sasl.kerberos.principal=" .. S.client_principal,
+        "(it holds: " })
       local missing = H.tmp .. "/" .. H.unique("missing") .. ".keytab"
       c = secured_job("gssapi_missing", S.sasl_plaintext, gssapi(missing))
-      refused(c, nil, { "sasl.kerberos.keytab=" .. missing, "the Kerberos login failed" })
+      refused(c, nil, { "the Kerberos login cannot work: kafka.consumer.sasl.kerberos.keytab=" .. missing .. ": " })
     end)
   end)
 

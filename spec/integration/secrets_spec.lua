@@ -199,7 +199,7 @@ describe("the schema registry", function()
     local port_file = dir .. "/proxy.port"
     assert(H.sh("python3 " .. H.q(H.root .. "/spec/support/registry_proxy.py") .. " " .. H.q(api) ..
       " --port-file " .. H.q(port_file) .. " --tls-cert " .. H.q(certs.cert) .. " --tls-key " .. H.q(certs.key) ..
-      " --basic " .. H.q("reader:" .. password) .. " >/dev/null 2>&1 & echo $! >" .. H.q(port_file .. ".pid")) == 0)
+      " --basic " .. H.q("reader:" .. password) .. " --bearer " .. H.q("token-" .. password) .. " >/dev/null 2>&1 & echo $! >" .. H.q(port_file .. ".pid")) == 0)
     local port = H.wait_until(function()
       local text = H.slurp(port_file)
       return text and tonumber(text:match("%d+"))
@@ -247,6 +247,25 @@ describe("the schema registry", function()
     }), work, 1, { "authentication refused by schema registry " .. proxy_url .. "/",
       "user reader, basic authentication from kafka.schema.registry.basic.auth.user.info",
       "HTTP 401 (unauthorized)", "Unauthorized: bad user name or password" })
+    assert_absent(password, last, "the error")
+  end)
+
+  it("is reached with a bearer token, and names it when the token is refused", function()
+    local work = H.workdir("registry_bearer")
+    local token = H.workdir("registry_bearer_secret") .. "/token"
+    H.spit(token, "token-" .. password .. "\n")
+    os.execute("chmod 600 " .. H.q(token))
+    local log = H.run_ok(registry_job(work, {
+      ["kafka.schema.registry.ssl.ca.location"] = certs.ca,
+      ["kafka.schema.registry.bearer.auth.token"] = "${file:" .. token .. "}",
+    }), work)
+    assert.same({ "1", "2" }, H.sorted(H.published(work, topic)))
+    assert_absent(password, log .. everything_under(work), "the run")
+    work = H.workdir("registry_bearer_wrong")
+    local last = H.run_fails(registry_job(work, {
+      ["kafka.schema.registry.ssl.ca.location"] = certs.ca,
+      ["kafka.schema.registry.bearer.auth.token"] = "stale-" .. password,
+    }), work, 1, { "authentication refused by schema registry " .. proxy_url .. "/", "bearer", "HTTP 401" })
     assert_absent(password, last, "the error")
   end)
 

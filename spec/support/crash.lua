@@ -15,7 +15,9 @@
 -- (writer.fs.uri), and every check reads them through WebHDFS with curl (LISTSTATUS and OPEN,
 -- spec/support/webhdfs.lua), never with kingest; without it, both are on the local disk. With OPTS.hdfs and
 -- OPTS.staging = "local", the task data stays on the local disk and only the final dir is on HDFS
--- (data.publisher.fs.uri): the commit uploads.
+-- (data.publisher.fs.uri): the commit uploads. With OPTS.s3 (spec/support/s3.lua's module), the task data stays
+-- on the local disk and the final dir is in a new bucket of the S3 server of scripts/s3, read back with boto3: the
+-- commit writes objects, and no unfinished upload may be left at the end.
 --
 -- Checks, after every kill: no published file is partial (each ends with the delimiter and holds known records
 -- of its own topic only) and no record is in the final dir twice. After every successful run: the final dir
@@ -48,6 +50,7 @@ local DEFAULTS = {
   max_violations = 50,
   hdfs = nil,             -- a webhdfs:// URI: task data and final dir on that HDFS
   staging = "hdfs",       -- with hdfs, "local": task data on the local disk, the final dir on HDFS
+  s3 = nil,               -- spec/support/s3.lua: the final dir in a bucket of scripts/s3's server
 }
 
 local Campaign = {}
@@ -129,6 +132,16 @@ function Campaign:setup()
       string.format("  [\"task.data.root.dir\"] = %q,", self.task_data),
       string.format("  [\"data.publisher.final.dir\"] = %q,", self.final),
     }, "\n")
+  elseif self.s3 then
+    self.bucket = self.s3.bucket(self.name)
+    self.final = "/job-output"
+    self.task_data = self.work .. "/task-data"
+    local lines = {}
+    for k, v in pairs(self.s3.props(self.bucket, self.final, self.s3_props)) do
+      lines[#lines + 1] = string.format("  [%q] = %q,", k, v)
+    end
+    table.sort(lines)
+    fs_props = table.concat(lines, "\n")
   else
     self.final = self.work .. "/job-output"
     self.task_data = self.work .. "/task-data"
@@ -456,6 +469,11 @@ end
 
 -- The files under DIR (recursively), as paths relative to it, sorted.
 function Campaign:files_under(dir)
+  if self.s3 and dir == self.final then
+    local paths = {}
+    for _, o in ipairs(self.s3.objects(self.bucket, "job-output/")) do paths[#paths + 1] = o.key:sub(12) end
+    return paths
+  end
   if self.hdfs and (dir ~= self.task_data or self.task_data_on_hdfs) then return self.W.paths(dir, self.hdfs_http) end
   local _, out = H.sh("cd " .. H.q(dir) .. " 2>/dev/null && find . -type f -printf '%P\\n' | sort")
   return H.lines(out)
@@ -465,7 +483,14 @@ end
 -- others (names that start with "_" or ".", as an upload that a kill cut short).
 function Campaign:final_files()
   local all
-  if self.hdfs then
+  if self.s3 then -- every object read at once (one boto3 process), kept for read_final
+    all, self.s3_bodies = {}, {}
+    for line in self.s3.tool({ "dump", self.bucket, "job-output/" }):gmatch("[^\n]+") do
+      local o = require("cjson").decode(line)
+      all[o.key:sub(12)] = o.size
+      self.s3_bodies[o.key:sub(12)] = o.body
+    end
+  elseif self.hdfs then
     all = self.W.list(self.final, self.hdfs_http)
   else
     local code, out, err = H.sh("cd " .. H.q(self.final) .. " 2>/dev/null && find . -type f -printf '%P\\t%s\\n' || true")
@@ -483,6 +508,11 @@ end
 
 -- The bytes of the final dir's file PATH (relative); nil and the reason when it cannot be read.
 function Campaign:read_final(path)
+  if self.s3 then
+    local text = self.s3_bodies and self.s3_bodies[path]
+    if text then return text end
+    return nil, "not listed"
+  end
   if self.hdfs then
     local ok, text = pcall(self.W.read, self.final .. "/" .. path, self.hdfs_http)
     if ok then return text end
@@ -495,6 +525,9 @@ end
 
 -- Whether file PATH (absolute, on the job's file system) exists.
 function Campaign:exists(path)
+  if self.s3 and path:sub(1, #self.final + 1) == self.final .. "/" then
+    return #self.s3.objects(self.bucket, path:sub(2)) > 0
+  end
   if self.hdfs then return self.W.exists(path, self.hdfs_http) end
   return H.slurp(path) ~= nil
 end

@@ -2,7 +2,7 @@
 """An HTTP proxy in front of the schema registry of scripts/registry that answers for it when told to, for the
 specs of a registry that stumbles (spec/integration/avro_spec.lua, engine/tests/test_registry.c).
 
-    registry_proxy.py TARGET_URL [--port N] [--port-file FILE] [--tls-cert PEM --tls-key PEM] [--basic USER:PASSWORD]
+    registry_proxy.py TARGET_URL [--port N] [--port-file FILE] [--tls-cert PEM --tls-key PEM] [--basic USER:PASSWORD] [--bearer TOKEN]
 
 Listens on 127.0.0.1:N (0, the default: a free port, printed as "registry_proxy: listening on 127.0.0.1:<port>"
 on stdout and written to FILE) and hands each request on to TARGET_URL (the registry's base URL, path kept),
@@ -66,6 +66,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     target = ""
     basic = None  # "user:password" every request must authenticate with, or None
+    bearer = None  # a token a request may authenticate with instead ("Authorization: Bearer TOKEN"), or None
 
     def log_message(self, fmt, *args):
         pass
@@ -99,10 +100,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def authorized(self):
         """True when no credentials are asked for or the request has them; else answers 401 itself."""
-        if self.basic is None:
+        if self.basic is None and self.bearer is None:
             return True
         given = self.headers.get("Authorization", "")
-        if given == "Basic " + base64.b64encode(self.basic.encode()).decode():
+        if self.basic is not None and given == "Basic " + base64.b64encode(self.basic.encode()).decode():
+            return True
+        if self.bearer is not None and given == "Bearer " + self.bearer:
             return True
         log(self.path, 401)
         body = json.dumps({"error_code": 401, "message": "Unauthorized: bad user name or password"}).encode()
@@ -163,9 +166,11 @@ def main():
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
     p.add_argument("--basic")
+    p.add_argument("--bearer")
     a = p.parse_args()
     Handler.target = a.target.rstrip("/")
     Handler.basic = a.basic
+    Handler.bearer = a.bearer
     server = http.server.ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
     if a.tls_cert:

@@ -85,7 +85,7 @@ function W.ls(path, base)
   assert(status == 200, "LISTSTATUS " .. path .. ": HTTP " .. tostring(status) .. ": " .. body:sub(1, 300))
   local entries = {}
   for _, st in ipairs(cjson.decode(body).FileStatuses.FileStatus) do
-    entries[#entries + 1] = { name = st.pathSuffix, type = st.type, length = st.length }
+    entries[#entries + 1] = { name = st.pathSuffix, type = st.type, length = st.length, permission = st.permission }
   end
   return entries
 end

@@ -1,0 +1,93 @@
+-- The specs' view of the S3 server of scripts/s3 (KINGEST_S3_DIR): its endpoint and keys for a job, buckets, and
+-- what is in them as boto3 (spec/support/s3_tool.py) reads it, never kingest.
+local H = require("support.harness")
+local json = require("cjson")
+
+local S = {}
+
+local state = os.getenv("KINGEST_S3_DIR") or (H.root .. "/.s3")
+local tool = H.root .. "/spec/support/s3_tool.py"
+
+local function read(name) return H.trim(assert(H.slurp(state .. "/" .. name), "no " .. name .. " in " .. state)) end
+
+function S.endpoint() return read("url") end
+function S.access_key() return read("access-key") end
+function S.secret_key() return read("secret-key") end
+
+-- Runs s3_tool.py ARGS (with ENV added); asserts that it succeeded; returns its stdout.
+function S.tool(args, env, stdin)
+  local parts = { "env" }
+  for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. H.q(v) end
+  parts[#parts + 1] = "python3 " .. H.q(tool)
+  for _, a in ipairs(args) do parts[#parts + 1] = H.q(a) end
+  local cmd = table.concat(parts, " ")
+  if stdin then cmd = cmd .. " <" .. H.q(stdin) end
+  local code, out, err = H.sh(cmd)
+  require("luassert").are.equal(0, code, "s3_tool.py " .. table.concat(args, " ") .. ": " .. err)
+  return out
+end
+
+-- A new bucket of a unique name.
+function S.bucket(name, env)
+  local b = H.unique(name or "b"):lower():gsub("_", "-")
+  S.tool({ "mkbucket", b }, env)
+  return b
+end
+
+-- The objects under PREFIX of BUCKET: a list of { key, size, etag }, sorted by key.
+function S.objects(bucket, prefix, env)
+  local list = {}
+  for line in S.tool({ "objects", bucket, prefix or "" }, env):gmatch("[^\n]+") do list[#list + 1] = json.decode(line) end
+  table.sort(list, function(a, b) return a.key < b.key end)
+  return list
+end
+
+-- The bytes of object KEY.
+function S.get(bucket, key, env) return S.tool({ "get", bucket, key }, env) end
+
+-- The lines of every object under PREFIX, in key order, and the objects.
+function S.lines(bucket, prefix, env)
+  local lines, objects = {}, S.objects(bucket, prefix, env)
+  for _, o in ipairs(objects) do
+    for l in S.get(bucket, o.key, env):gmatch("[^\n]+") do lines[#lines + 1] = l end
+  end
+  return lines, objects
+end
+
+-- The records of every object under PREFIX (text lines, gzip undone, or Avro records as tables), all in one list,
+-- and a table of key to its records.
+function S.records(bucket, prefix, env)
+  local all, by_key = {}, {}
+  for line in S.tool({ "records", bucket, prefix or "" }, env):gmatch("[^\n]+") do
+    local o = json.decode(line)
+    by_key[o.key] = o.records
+    for _, r in ipairs(o.records) do all[#all + 1] = r end
+  end
+  return all, by_key
+end
+
+-- The unfinished multipart uploads under PREFIX: a list of { key, id }.
+function S.uploads(bucket, prefix, env)
+  local list = {}
+  for line in S.tool({ "uploads", bucket, prefix or "" }, env):gmatch("[^\n]+") do list[#list + 1] = json.decode(line) end
+  return list
+end
+
+-- The properties of a job whose final folder is FOLDER in BUCKET on the test server (local task data).
+function S.props(bucket, folder, extra)
+  local p = {
+    ["data.publisher.fs.uri"] = "s3a://" .. bucket,
+    ["data.publisher.final.dir"] = folder,
+    ["fs.s3a.endpoint"] = S.endpoint(),
+    ["fs.s3a.path.style.access"] = "true",
+    ["fs.s3a.access.key"] = S.access_key(),
+    ["fs.s3a.secret.key"] = S.secret_key(),
+    ["fs.s3a.retry.interval"] = "100ms",
+  }
+  for k, v in pairs(extra or {}) do
+    if v == H.UNSET then p[k] = nil else p[k] = v end
+  end
+  return p
+end
+
+return S
