@@ -15,9 +15,11 @@
  * Azure has no call that drops the uncommitted blocks of a blob that was never committed: they go when the blob is
  * committed, or after a week.
  *
- * Every blob written carries x-ms-meta-kingestupload, the upload's id (or one made for a single Put Blob): when a
- * request tried again after a lost answer finds the blob existing (409), the blob is this upload's own exactly when
- * that metadata says so.
+ * Every blob written carries x-ms-meta-kingestupload, the id of its upload (the commit begins and journals one for
+ * every file, small ones written with one Put Blob included; a write outside a commit makes one up), which head
+ * gives back: Azure's ETag is the service's own and cannot be foreseen, so the commit knows its own blobs by this
+ * mark (kg_fs_object_ops_t.marks_objects), and a request tried again after a lost answer that finds the blob
+ * existing (409) knows it for its own write the same way.
  *
  * Retries: 500, 503 and the other 5xx, 408 and 429, and requests that got no answer, are tried again up to
  * fs.azure.io.retry.max.retries times, the pause doubling from fs.azure.io.retry.min.backoff.interval to
@@ -435,30 +437,20 @@ static int az_head(kg_fs_t *fs, const char *path, kg_fs_object_t *out, char *err
     out->path = kg_xstrdup(path);
     out->size = len ? strtoll(len, NULL, 10) : 0;
     out->etag = etag_of(&r);
+    const char *mark = kg_http_response_header(&r, "x-ms-meta-kingestupload");
+    if (mark) out->upload_id = kg_xstrdup(mark);
   }
-  kg_http_response_free(&r);
-  return rc;
-}
-
-/* The kingestupload metadata of the blob at PATH into *ID (new, NULL when it has none or there is no blob). */
-static int upload_of(const azure_t *a, const char *path, char **id, char *errbuf) {
-  *id = NULL;
-  azure_req_t q = {.method = "HEAD", .blob = blob_of(path)};
-  kg_http_response_t r = {0};
-  int rc = call(a, &q, &r, errbuf);
-  const char *m = rc ? NULL : kg_http_response_header(&r, "x-ms-meta-kingestupload");
-  if (m) *id = kg_xstrdup(m);
   kg_http_response_free(&r);
   return rc;
 }
 
 /* After a 409 or 412 on a blob written under If-None-Match: * by a request tried more than once: true in *OURS when
  * the blob there is this upload's (an earlier try of the request made it, and its answer was lost). */
-static int written_by(const azure_t *a, const char *path, const char *upload_id, bool *ours, char *errbuf) {
-  char *id = NULL;
-  int rc = upload_of(a, path, &id, errbuf);
-  *ours = !rc && id && !strcmp(id, upload_id);
-  free(id);
+static int written_by(kg_fs_t *fs, const char *path, const char *upload_id, bool *ours, char *errbuf) {
+  kg_fs_object_t there;
+  int rc = az_head(fs, path, &there, errbuf);
+  *ours = !rc && there.upload_id && !strcmp(there.upload_id, upload_id);
+  kg_fs_object_clear(&there);
   return rc;
 }
 
@@ -478,15 +470,15 @@ static int az_put_new(kg_fs_t *fs, const char *local_path, const char *path, con
     return kg_fail(errbuf, KG_EIO, "%s: cannot read %s: %s", at, local_path, strerror(e));
   }
   int64_t size = (int64_t)st.st_size;
-  char *single_id = upload_id ? NULL : new_upload_id();
-  const char *id = upload_id ? upload_id : single_id;
+  char *own_id = upload_id ? NULL : new_upload_id();
+  const char *id = upload_id ? upload_id : own_id;
   char meta[64];
   snprintf(meta, sizeof meta, "x-ms-meta-kingestupload: %s", id);
   kg_http_response_t r = {0};
   int rc = KG_OK, attempts = 0;
   long status = 0;
   char code[128] = "";
-  if (!upload_id) {
+  if (size <= a->block_size) {
     const char *const headers[] = {"x-ms-blob-type: BlockBlob", "If-None-Match: *",
                                    "Content-Type: application/octet-stream", meta, NULL};
     azure_req_t q = {.method = "PUT",
@@ -510,7 +502,7 @@ static int az_put_new(kg_fs_t *fs, const char *local_path, const char *path, con
     kg_buf_appendf(&list, "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>");
     for (int64_t i = 0; !rc && i < nblocks; i++) {
       kg_buf_t bid = {0}, query = {0};
-      block_id(upload_id, (size_t)i, &bid);
+      block_id(id, (size_t)i, &bid);
       kg_buf_appendf(&query, "comp=block&blockid=");
       kg_buf_append_url_escaped(&query, bid.data, false);
       int64_t off = i * a->block_size, len = size - off < a->block_size ? size - off : a->block_size;
@@ -549,7 +541,7 @@ static int az_put_new(kg_fs_t *fs, const char *local_path, const char *path, con
   close(fd);
   if (!rc && (status == 409 || status == 412)) {
     bool ours = false;
-    if (attempts > 1) rc = written_by(a, path, id, &ours, errbuf);
+    if (attempts > 1) rc = written_by(fs, path, id, &ours, errbuf);
     if (!rc && !ours) {
       *exists = true;
       rc = kg_fail(errbuf, KG_EIO,
@@ -568,7 +560,7 @@ static int az_put_new(kg_fs_t *fs, const char *local_path, const char *path, con
     out->etag = etag_of(&r);
   }
   kg_http_response_free(&r);
-  free(single_id);
+  free(own_id);
   return rc;
 }
 
@@ -821,17 +813,11 @@ static int az_same_volume(kg_fs_t *fs, const char *a, const char *b, bool *same,
 }
 
 static int az_put(kg_fs_t *fs, const char *local_path, const char *path, char *errbuf) {
-  const azure_t *a = fs->data;
-  struct stat st;
-  if (stat(local_path, &st)) return kg_fail(errbuf, KG_EIO, "%s", strerror(errno));
-  char *upload_id = NULL;
-  if ((int64_t)st.st_size > a->block_size) az_upload_begin(fs, path, &upload_id, errbuf);
   kg_fs_object_t o;
   bool exists = false;
-  int rc = az_put_new(fs, local_path, path, upload_id, &o, &exists, errbuf);
+  int rc = az_put_new(fs, local_path, path, NULL, &o, &exists, errbuf);
   if (rc && exists) snprintf(errbuf, KG_ERRLEN, "File exists");
   kg_fs_object_clear(&o);
-  free(upload_id);
   return rc;
 }
 
@@ -925,6 +911,7 @@ int kg_fs_azure_open(const char *uri, const void *options, kg_fs_t **out, char *
   ops->multipart_threshold = a->block_size + 1;
   ops->part_size = a->block_size;
   ops->concurrency = 1;
+  ops->marks_objects = true; /* x-ms-meta-kingestupload */
   ops->expected_etag = NULL; /* Azure's ETags are the service's own, not a digest of the bytes */
   ops->upload_begin = az_upload_begin;
   ops->put_new = az_put_new;

@@ -7,6 +7,7 @@
 
 #include "azure_auth.h"
 #include "base64.h"
+#include "commit.h"
 #include "config.h"
 #include "fs.h"
 #include "props.h"
@@ -256,6 +257,30 @@ static void test_properties(void) {
   CHECK_INT(seen, 1);
 }
 
+/* Azure's ETag is the service's own: a journal knows its objects before their ETag by the upload id each carries. */
+static void test_recovery_decisions(void) {
+  kg_move_t journalled = {.src = "/t/a", .dst = "/out/a", .size = 42, .upload_id = "0123456789abcdef"};
+  kg_fs_object_t none = {.size = -1}, ours = {.size = 42, .etag = "0x8DC1", .upload_id = "0123456789abcdef"},
+                 unmarked = {.size = 42, .etag = "0x8DC2"},
+                 other_upload = {.size = 42, .etag = "0x8DC3", .upload_id = "fedcba9876543210"},
+                 other_size = {.size = 41, .etag = "0x8DC1", .upload_id = "0123456789abcdef"};
+  CHECK_INT(kg_commit_object_decide(&journalled, &none, true), KG_OBJECT_WRITE);
+  CHECK_INT(kg_commit_object_decide(&journalled, &ours, true), KG_OBJECT_PUBLISHED);
+  CHECK_INT(kg_commit_object_decide(&journalled, &unmarked, true), KG_OBJECT_FOREIGN); /* same size, anyone's */
+  CHECK_INT(kg_commit_object_decide(&journalled, &other_upload, true), KG_OBJECT_FOREIGN);
+  CHECK_INT(kg_commit_object_decide(&journalled, &other_size, true), KG_OBJECT_FOREIGN);
+  /* Once written, the journal has the ETag too: both must match. */
+  kg_move_t written = journalled;
+  written.etag = "0x8DC1";
+  CHECK_INT(kg_commit_object_decide(&written, &ours, true), KG_OBJECT_PUBLISHED);
+  kg_fs_object_t rewritten = ours;
+  rewritten.etag = "0x8DC9";
+  CHECK_INT(kg_commit_object_decide(&written, &rewritten, true), KG_OBJECT_FOREIGN);
+  /* A journal without an upload id cannot own a marked object. */
+  kg_move_t bare = {.src = "/t/a", .dst = "/out/a", .size = 42};
+  CHECK_INT(kg_commit_object_decide(&bare, &ours, true), KG_OBJECT_FOREIGN);
+}
+
 int main(void) {
   test_hmac();
   test_base64();
@@ -263,5 +288,6 @@ int main(void) {
   test_sign_hook();
   test_uris();
   test_properties();
+  test_recovery_decisions();
   TEST_MAIN_END();
 }
