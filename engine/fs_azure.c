@@ -40,6 +40,7 @@
 #include "azure_auth.h"
 #include "base64.h"
 #include "buf.h"
+#include "fault.h"
 #include "fs.h"
 #include "http.h"
 #include "log.h"
@@ -515,6 +516,7 @@ static int az_put_new(kg_fs_t *fs, const char *local_path, const char *path, con
                        .answer = KG_HTTP_ANSWER_DISCARD};
       kg_http_response_free(&r);
       rc = call(a, &q, &r, errbuf);
+      if (!rc) kg_crash_point("block"); /* a block sent, its blob not committed */
       kg_buf_appendf(&list, "<Latest>%s</Latest>", bid.data);
       kg_buf_free(&bid);
       kg_buf_free(&query);
