@@ -223,7 +223,9 @@ static const kg_property_t rows[] = {
      .def_doc = "writer.fs.uri's",
      .doc = "File system of the final folder. When it is the writer's, a file is published by a rename; when the "
             "writer's is local and this one is HDFS (`webhdfs://`), the commit uploads each file next to its final "
-            "path (as `_<name>._COPYING_`) and renames it there, exactly once as well ([HDFS](#hdfs))."},
+            "path (as `_<name>._COPYING_`) and renames it there, exactly once as well ([HDFS](#hdfs)); when it is an "
+            "object store (`s3a://BUCKET`, `wasbs://CONTAINER@ACCOUNT.blob.core.windows.net`), each file is written "
+            "once to its final key under `If-None-Match: *` ([Object storage](#object-storage))."},
     {.name = "state.store.fs.uri",
      .type = KG_PROP_STRING,
      .set = check_uri,
