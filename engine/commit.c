@@ -102,8 +102,8 @@ static int prepare_objects(const kg_publish_t *p, kg_move_t *moves, size_t nmove
  * between beginning an upload and journalling it leaves one, which no journal names. Called with the job lock held
  * and no commit under way, so that every such upload is an orphan. */
 static void sweep_uploads(const kg_publish_t *p) {
-  if (!p->final_dir || !p->job_name) return;
   const kg_fs_object_ops_t *o = p->dst->object;
+  if (!p->final_dir || !p->job_name || !o->list_uploads) return;
   kg_fs_object_t *ups = NULL;
   size_t n = 0;
   char err[KG_ERRLEN];

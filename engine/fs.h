@@ -141,7 +141,8 @@ struct kg_fs_object_ops {
   /* Every object whose path starts with PREFIX (no delimiter: the whole tree), in key order: *OUT a new array
    * (kg_fs_objects_free). */
   int (*list)(kg_fs_t *fs, const char *prefix, kg_fs_object_t **out, size_t *count, char *errbuf);
-  /* Every unfinished upload whose path starts with PREFIX (path and upload_id), as list. */
+  /* Every unfinished upload whose path starts with PREFIX (path and upload_id), as list. NULL for a store where a
+   * killed run leaves nothing to sweep (its uploads begin with no request, and their parts cannot be dropped). */
   int (*list_uploads)(kg_fs_t *fs, const char *prefix, kg_fs_object_t **out, size_t *count, char *errbuf);
   /* Aborts upload UPLOAD_ID of PATH, dropping its parts; one that is gone already is fine. */
   int (*abort_upload)(kg_fs_t *fs, const char *path, const char *upload_id, char *errbuf);

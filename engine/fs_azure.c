@@ -567,16 +567,14 @@ static int az_put_new(kg_fs_t *fs, const char *local_path, const char *path, con
 }
 
 /* One page of a listing of the container: blobs under PREFIX (escaped in the query), after MARKER; DELIMITER "/" or
- * NULL; UNCOMMITTED also lists blobs that have only uncommitted blocks. Appends each blob to *OUT and, with a
- * delimiter, each folder's name (less PREFIX, with its "/") as a path of size -1; *MARKER becomes the next page's
- * marker (NULL after the last). */
-static int list_page(const azure_t *a, const char *prefix, const char *delimiter, bool uncommitted, char **marker,
-                     kg_fs_object_t **out, size_t *count, char *errbuf) {
+ * NULL. Appends each blob to *OUT and, with a delimiter, each folder's name (less PREFIX, with its "/") as a path of
+ * size -1; *MARKER becomes the next page's marker (NULL after the last). */
+static int list_page(const azure_t *a, const char *prefix, const char *delimiter, char **marker, kg_fs_object_t **out,
+                     size_t *count, char *errbuf) {
   kg_buf_t query = {0};
   kg_buf_appendf(&query, "restype=container&comp=list&prefix=");
   kg_buf_append_url_escaped(&query, prefix, false);
   if (delimiter) kg_buf_appendf(&query, "&delimiter=%%2F");
-  if (uncommitted) kg_buf_appendf(&query, "&include=uncommittedblobs");
   if (*marker) {
     kg_buf_appendf(&query, "&marker=");
     kg_buf_append_url_escaped(&query, *marker, false);
@@ -629,14 +627,14 @@ static int list_page(const azure_t *a, const char *prefix, const char *delimiter
 }
 
 /* Every blob under PREFIX (the blob name's start), as list_page says, all pages. */
-static int list_all(const azure_t *a, const char *prefix, const char *delimiter, bool uncommitted, kg_fs_object_t **out,
-                    size_t *count, char *errbuf) {
+static int list_all(const azure_t *a, const char *prefix, const char *delimiter, kg_fs_object_t **out, size_t *count,
+                    char *errbuf) {
   *out = NULL;
   *count = 0;
   char *marker = NULL;
   int rc;
   do {
-    rc = list_page(a, prefix, delimiter, uncommitted, &marker, out, count, errbuf);
+    rc = list_page(a, prefix, delimiter, &marker, out, count, errbuf);
   } while (!rc && marker);
   free(marker);
   if (rc) {
@@ -648,51 +646,14 @@ static int list_all(const azure_t *a, const char *prefix, const char *delimiter,
 }
 
 static int az_list(kg_fs_t *fs, const char *prefix, kg_fs_object_t **out, size_t *count, char *errbuf) {
-  return list_all(fs->data, blob_of(prefix), NULL, false, out, count, errbuf);
-}
-
-/* Unfinished uploads: blobs listed with their uncommitted blocks that have no committed version, each with the upload
- * id its first uncommitted block names (Get Block List). */
-static int az_list_uploads(kg_fs_t *fs, const char *prefix, kg_fs_object_t **out, size_t *count, char *errbuf) {
-  const azure_t *a = fs->data;
-  kg_fs_object_t *every = NULL, *committed = NULL;
-  size_t nevery = 0, ncommitted = 0;
-  *out = NULL;
-  *count = 0;
-  int rc = list_all(a, blob_of(prefix), NULL, true, &every, &nevery, errbuf);
-  if (!rc) rc = list_all(a, blob_of(prefix), NULL, false, &committed, &ncommitted, errbuf);
-  for (size_t i = 0, j = 0; !rc && i < nevery; i++) {
-    while (j < ncommitted && strcmp(committed[j].path, every[i].path) < 0)
-      j++;
-    if (j < ncommitted && !strcmp(committed[j].path, every[i].path)) continue;
-    azure_req_t q = {
-        .method = "GET", .blob = blob_of(every[i].path), .query = "comp=blocklist&blocklisttype=uncommitted"};
-    kg_http_response_t r = {0};
-    rc = call(a, &q, &r, errbuf);
-    char *bid = rc ? NULL : xml_text(r.body.data, r.body.data + r.body.len, "Name", NULL);
-    kg_buf_t raw = {0};
-    if (bid && kg_base64_decode(&raw, bid) && raw.len > AZURE_UPLOAD_ID_LEN && raw.data[AZURE_UPLOAD_ID_LEN] == '-') {
-      *out = kg_xrealloc(*out, (*count + 1) * sizeof **out);
-      (*out)[(*count)++] = (kg_fs_object_t){
-          .path = kg_xstrdup(every[i].path), .size = -1, .upload_id = kg_xstrndup(raw.data, AZURE_UPLOAD_ID_LEN)};
-    }
-    kg_buf_free(&raw);
-    free(bid);
-    kg_http_response_free(&r);
-  }
-  kg_fs_objects_free(every, nevery);
-  kg_fs_objects_free(committed, ncommitted);
-  if (rc) {
-    kg_fs_objects_free(*out, *count);
-    *out = NULL;
-    *count = 0;
-  }
-  return rc;
+  return list_all(fs->data, blob_of(prefix), NULL, out, count, errbuf);
 }
 
 /* Azure keeps a blob's uncommitted blocks until the blob is committed (when those not in its list are dropped) or for
  * a week, and has no call that drops them sooner: an abort leaves them, invisible to every reader, and an upload to
- * the same path commits over them. */
+ * the same path commits over them. For the same reason there is no list_uploads: an upload begins with no request,
+ * so a run killed before its journal has sent no block, and blocks sent under a journal go when the recovery's new
+ * upload is committed. */
 static int az_abort_upload(kg_fs_t *fs, const char *path, const char *upload_id, char *errbuf) {
   (void)fs, (void)errbuf;
   KG_DEBUG("Azure Blob: the uncommitted blocks of upload %s of %s stay until the blob is committed or for a week",
@@ -747,7 +708,7 @@ static int az_exists(kg_fs_t *fs, const char *path, bool *exists, char *errbuf) 
   kg_fs_object_t *objects = NULL;
   size_t count = 0;
   char *marker = NULL;
-  rc = list_page(fs->data, prefix.data, "/", false, &marker, &objects, &count, errbuf);
+  rc = list_page(fs->data, prefix.data, "/", &marker, &objects, &count, errbuf);
   *exists = !rc && count > 0;
   free(marker);
   kg_fs_objects_free(objects, count);
@@ -763,7 +724,7 @@ static int az_list_names(kg_fs_t *fs, const char *path, char ***names, size_t *c
   kg_buf_appendf(&prefix, "%s%s", blob, *blob ? "/" : "");
   kg_fs_object_t *objects = NULL;
   size_t n = 0;
-  int rc = list_all(fs->data, prefix.data, "/", false, &objects, &n, errbuf);
+  int rc = list_all(fs->data, prefix.data, "/", &objects, &n, errbuf);
   if (!rc && n) *names = kg_xcalloc(n, sizeof **names);
   for (size_t i = 0; !rc && i < n; i++) {
     const char *name = objects[i].path + 1 + prefix.len;
@@ -781,7 +742,7 @@ static int az_remove_tree(kg_fs_t *fs, const char *path, char *errbuf) {
   kg_buf_appendf(&prefix, "%s/", blob_of(path));
   kg_fs_object_t *objects = NULL;
   size_t n = 0;
-  int rc = list_all(fs->data, prefix.data, NULL, false, &objects, &n, errbuf);
+  int rc = list_all(fs->data, prefix.data, NULL, &objects, &n, errbuf);
   for (size_t i = 0; !rc && i < n; i++)
     rc = az_remove(fs, objects[i].path, errbuf);
   if (!rc && *blob_of(path)) rc = az_remove(fs, path, errbuf);
@@ -919,7 +880,7 @@ int kg_fs_azure_open(const char *uri, const void *options, kg_fs_t **out, char *
   ops->put_new = az_put_new;
   ops->head = az_head;
   ops->list = az_list;
-  ops->list_uploads = az_list_uploads;
+  ops->list_uploads = NULL; /* see az_abort_upload */
   ops->abort_upload = az_abort_upload;
   ops->remove = az_remove;
   *fs = (kg_fs_t){.scheme = "wasbs",
