@@ -628,6 +628,24 @@ static char *copy_bytes(const kg_buf_t *b) {
   return p;
 }
 
+/* A zero min of C's floating-point statistics is written -0.0, and a zero max +0.0, as the spec asks: a reader
+ * that filters by them then keeps every zero, whichever sign the values had. */
+static void signed_zeros(column_t *c) {
+  if (c->type == KG_PQ_FLOAT) {
+    float lo, hi;
+    memcpy(&lo, c->min.data, 4), memcpy(&hi, c->max.data, 4);
+    if (lo == 0) lo = -0.0f;
+    if (hi == 0) hi = 0.0f;
+    memcpy(c->min.data, &lo, 4), memcpy(c->max.data, &hi, 4);
+  } else {
+    double lo, hi;
+    memcpy(&lo, c->min.data, 8), memcpy(&hi, c->max.data, 8);
+    if (lo == 0) lo = -0.0;
+    if (hi == 0) hi = 0.0;
+    memcpy(c->min.data, &lo, 8), memcpy(c->max.data, &hi, 8);
+  }
+}
+
 /* Writes the pending row group out (its rows all final); *BYTES gets its size. */
 static int flush_group(kg_writer_t *w, pq_t *a, int64_t *bytes, char *errbuf) {
   if (!a->rows) return KG_OK;
@@ -647,6 +665,7 @@ static int flush_group(kg_writer_t *w, pq_t *a, int64_t *bytes, char *errbuf) {
                         .values = c->chunk_values,
                         .nulls = c->chunk_nulls,
                         .has_stats = c->has_stats && !c->too_long};
+    if (m->has_stats && (c->type == KG_PQ_FLOAT || c->type == KG_PQ_DOUBLE)) signed_zeros(c);
     if (m->has_stats) {
       m->min = copy_bytes(&c->min), m->min_len = c->min.len;
       m->max = copy_bytes(&c->max), m->max_len = c->max.len;

@@ -603,7 +603,7 @@ static void test_codec_config(void) {
                         &c, err),
             KG_EINVAL);
   CHECK_STR(err, "job.pull:4: invalid value 'bzip2' for property writer.codec.type: allowed values are null, deflate, "
-                 "snappy, gzip, zstd");
+                 "snappy, gzip, zstd, uncompressed");
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema=\"bytes\"\n"
                         "writer.deflate.level=10\n",
                         &c, err),
