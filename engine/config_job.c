@@ -18,7 +18,8 @@ static const char *const bootstrap_values[] = {"earliest", "latest", "skip", NUL
 static const char *const reset_values[] = {"earliest", "latest", "nearest", "skip", NULL};
 static const char *const new_partition_values[] = {"earliest", "latest", "bootstrap", NULL};
 static const char *const missing_values[] = {"warn", "fail", NULL};
-static const char *const writers[] = {"SimpleDataWriterBuilder", "AvroDataWriterBuilder", NULL};
+static const char *const writers[] = {"SimpleDataWriterBuilder", "AvroDataWriterBuilder", "ParquetDataWriterBuilder",
+                                      NULL};
 static const char *const publishers[] = {"BaseDataPublisher", NULL};
 static const char *const launchers[] = {"LOCAL", "MAPREDUCE", NULL}; /* kg_launcher_t */
 static const char *const destinations[] = {"HDFS", "LOCAL", NULL};
@@ -128,7 +129,8 @@ static const kg_property_t rows[] = {
      .names = writers,
      .doc = "`SimpleDataWriterBuilder`: the simple writer (`txt`, `json`) and the CSV writer (`csv`); "
             "`AvroDataWriterBuilder`: Avro object container files (`writer.output.format` `avro`, its default with "
-            "this builder)."},
+            "this builder); `ParquetDataWriterBuilder`: Parquet files of Avro records (`parquet`, its default, "
+            "[Parquet](#parquet))."},
     {.name = "data.publisher.type",
      .type = KG_PROP_CLASS,
      .def = "gobblin.publisher.BaseDataPublisher",

@@ -691,7 +691,9 @@ static int commit(kg_writer_t *w, pq_t *a, int64_t *bytes, char *errbuf) {
   for (size_t i = 0; i < a->ncolumns; i++) {
     column_t *c = &a->columns[i];
     column_commit(c);
-    if ((int64_t)(c->values.len + c->levels.len / 8) >= a->page_size) {
+    /* A page's count of values is an int32 of its header: a page of nulls (a bit of levels each) closes long
+     * before it, at the latest. */
+    if ((int64_t)(c->values.len + c->levels.len / 8) >= a->page_size || c->nvalues >= INT32_MAX / 2) {
       int rc = close_page(w, a, c, errbuf);
       if (rc) return rc;
     }
