@@ -304,6 +304,7 @@ static int compile_schema(const char *text, size_t len, column_t **cols, size_t 
     free(path);
   }
   if (!rc && record_name) *record_name = kg_xstrdup(dot ? dot + 1 : name->string);
+  size_t count = fields->count;
   names_free(&names);
   free(rec_ns);
   kg_json_free(root);
@@ -312,7 +313,7 @@ static int compile_schema(const char *text, size_t len, column_t **cols, size_t 
     return rc;
   }
   *cols = c;
-  *ncols = fields->count;
+  *ncols = count;
   return KG_OK;
 }
 
@@ -496,8 +497,8 @@ static void stats_add(column_t *c, const unsigned char *v, size_t len) {
 
 /* Makes C's pending values final: folds those after the last mark into the statistics. */
 static void column_commit(column_t *c) {
-  const unsigned char *p = (const unsigned char *)c->values.data + c->c_values_len;
-  const unsigned char *end = (const unsigned char *)c->values.data + c->values.len;
+  const unsigned char *base = (const unsigned char *)(c->values.data ? c->values.data : "");
+  const unsigned char *p = base + c->c_values_len, *end = base + c->values.len;
   while (p < end) {
     size_t len;
     switch (c->type) {

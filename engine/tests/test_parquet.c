@@ -152,6 +152,7 @@ static bool decode(const void *p, size_t len, tv_t *out, size_t *used) {
 /* ---- The hybrid decoder ---- */
 
 static size_t levels_decode(const unsigned char *p, size_t len, int bw, uint8_t *out, size_t max) {
+  if (!len) return 0;
   const unsigned char *end = p + len;
   size_t n = 0;
   bool ok = true;

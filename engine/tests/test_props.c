@@ -149,10 +149,14 @@ static void test_config(void) {
   CHECK_CONTAINS(err, "MyFancySource");
   CHECK_CONTAINS(err, "source.class");
 
-  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.builder.class=gobblin.writer.ParquetDataWriterBuilder\n", &c, err),
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.builder.class=gobblin.writer.OrcDataWriterBuilder\n", &c, err),
             KG_EINVAL);
   CHECK_CONTAINS(err, "writer.builder.class");
-  CHECK_CONTAINS(err, "SimpleDataWriterBuilder, AvroDataWriterBuilder");
+  CHECK_CONTAINS(err, "SimpleDataWriterBuilder, AvroDataWriterBuilder, ParquetDataWriterBuilder");
+  /* The Parquet builder's default format is parquet, which needs the records' Avro schema. */
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.builder.class=gobblin.writer.ParquetDataWriterBuilder\n", &c, err),
+            KG_EINVAL);
+  CHECK_CONTAINS(err, "writer.output.format=parquet needs the records' Avro schema");
 
   CHECK_INT(config_from("kafka.brokers=b:1\nmr.job.max.mappers=zero\n", &c, err), KG_EINVAL);
   CHECK_CONTAINS(err, "mr.job.max.mappers");
