@@ -18,7 +18,8 @@ static const char *const bootstrap_values[] = {"earliest", "latest", "skip", NUL
 static const char *const reset_values[] = {"earliest", "latest", "nearest", "skip", NULL};
 static const char *const new_partition_values[] = {"earliest", "latest", "bootstrap", NULL};
 static const char *const missing_values[] = {"warn", "fail", NULL};
-static const char *const writers[] = {"SimpleDataWriterBuilder", "AvroDataWriterBuilder", NULL};
+static const char *const writers[] = {"SimpleDataWriterBuilder", "AvroDataWriterBuilder", "ParquetDataWriterBuilder",
+                                      NULL};
 static const char *const publishers[] = {"BaseDataPublisher", NULL};
 static const char *const launchers[] = {"LOCAL", "MAPREDUCE", NULL}; /* kg_launcher_t */
 static const char *const destinations[] = {"HDFS", "LOCAL", NULL};
@@ -128,7 +129,8 @@ static const kg_property_t rows[] = {
      .names = writers,
      .doc = "`SimpleDataWriterBuilder`: the simple writer (`txt`, `json`) and the CSV writer (`csv`); "
             "`AvroDataWriterBuilder`: Avro object container files (`writer.output.format` `avro`, its default with "
-            "this builder)."},
+            "this builder); `ParquetDataWriterBuilder`: Parquet files of Avro records (`parquet`, its default, "
+            "[Parquet](#parquet))."},
     {.name = "data.publisher.type",
      .type = KG_PROP_CLASS,
      .def = "gobblin.publisher.BaseDataPublisher",
@@ -149,12 +151,13 @@ static const kg_property_t rows[] = {
      .doc = "`HDFS` or `LOCAL`, as Gobblin names them; the file system written to is `writer.fs.uri`'s."},
     {.name = "writer.output.format",
      .type = KG_PROP_STRING,
-     .def_doc = "txt (avro with AvroDataWriterBuilder)",
+     .def_doc = "txt (avro with AvroDataWriterBuilder, parquet with ParquetDataWriterBuilder)",
      .computed = default_output_format,
      .set = set_output_format,
      .doc = "The output's format and file extension: `txt` or `json` (the simple writer), `csv` (CSV lines of the "
-            "columns `writer.csv.columns`), or `avro` (Avro object container files of the records' Avro binary "
-            "datums, schema `writer.avro.schema`)."},
+            "columns `writer.csv.columns`), `avro` (Avro object container files of the records' Avro binary "
+            "datums, schema `writer.avro.schema`), or `parquet` (Parquet files of flat Avro records of that schema, "
+            "[Parquet](#parquet))."},
     {.name = "writer.file.path.type",
      .type = KG_PROP_ENUM,
      .def = "default",
@@ -430,14 +433,16 @@ static int set_job_name(const kg_config_t *config, void *options, const kg_prope
   return KG_OK;
 }
 
-/* As in Gobblin, whose default format is AVRO: avro with AvroDataWriterBuilder, txt (the simple writer's)
- * otherwise. */
+/* As in Gobblin, whose default format is AVRO: avro with AvroDataWriterBuilder, parquet with
+ * ParquetDataWriterBuilder, txt (the simple writer's) otherwise. */
 static char *default_output_format(const kg_config_t *c, const void *options) {
   (void)options;
   char tmp[256];
   const char *builder = c->props ? kg_props_get(c->props, "writer.builder.class") : NULL;
-  return kg_xstrdup(
-      builder && !strcmp(kg_config_class_name(builder, tmp, sizeof tmp), "AvroDataWriterBuilder") ? "avro" : "txt");
+  const char *name = builder ? kg_config_class_name(builder, tmp, sizeof tmp) : "";
+  return kg_xstrdup(!strcmp(name, "AvroDataWriterBuilder")      ? "avro"
+                    : !strcmp(name, "ParquetDataWriterBuilder") ? "parquet"
+                                                                : "txt");
 }
 
 /* One of the formats of the writer registry (writer.c), matched case-insensitively and kept as the registry names

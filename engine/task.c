@@ -313,7 +313,7 @@ static int reader_for(kg_task_run_t *run, const kg_workunit_t *wu, int32_t w, in
         KG_INFO("Records of %s:%d have a schema the topic's latest cannot hold with nothing lost (%s): they are "
                 "read with their own schema%s",
                 wu->topic, wu->partition, why,
-                run->task->spec.writer == &kg_writer_avro && run->fixed_schema < 0 ? ", in a file of their own" : "");
+                run->task->spec.writer->avro_datums && run->fixed_schema < 0 ? ", in a file of their own" : "");
       }
     }
   }
@@ -342,7 +342,7 @@ static int read_framing(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_res
   double first = records[0].offset, last = records[keep - 1].offset;
   bool own_decoder = kg_lua_decodes(run->lua);
   /* The records themselves go to an output whose schema the job fixed: say what that schema leaves out of them. */
-  bool fixed_avro = t->spec.writer == &kg_writer_avro && run->fixed_schema >= 0 && !kg_lua_transforms(run->lua);
+  bool fixed_avro = t->spec.writer->avro_datums && run->fixed_schema >= 0 && !kg_lua_transforms(run->lua);
   int good = 0;
   for (int i = 0; i < keep; i++) {
     kg_record_t *r = &records[i];
@@ -393,7 +393,7 @@ static int read_framing(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_res
 
 int kg_task_begin_unit(kg_task_run_t *run, const kg_workunit_t *wu, char *errbuf) {
   const char *topic = wu->topic;
-  bool avro_out = run->task->spec.writer == &kg_writer_avro;
+  bool avro_out = run->task->spec.writer->avro_datums;
   run->reader_schema = -1;
   run->output_schema = avro_out ? run->fixed_schema : -1;
   run->last_writer = -1;
@@ -478,7 +478,7 @@ int kg_task_records(kg_task_run_t *run, const kg_workunit_t *wu, kg_unit_result_
   res->last = kg_fingerprint_record(&records[n - 1]);
   int good = run->avro ? read_framing(run, wu, res, records, n, logged, errbuf) : n;
   if (good < 0) return good;
-  if (!(run->avro && run->task->spec.writer == &kg_writer_avro && run->fixed_schema < 0))
+  if (!(run->avro && run->task->spec.writer->avro_datums && run->fixed_schema < 0))
     return good ? process_batch(run, wu, res, records, good, logged, errbuf) : KG_OK;
   /* Avro output with each record's schema (the topic's latest, unless it cannot hold a record): a run of records
    * read with one schema goes to a file of that schema, which output.c starts when the schema changes. A record
@@ -626,7 +626,7 @@ int kg_task_open(kg_task_t *t, kg_task_run_t **out, char *errbuf) {
   if (!rc && kg_registry_settings(c)->framing != KG_FRAMING_NONE)
     rc = kg_avro_input_new(c, run->schemas, &run->avro, errbuf);
   const kg_avro_file_options_t *avro_out = kg_avro_file_options(c);
-  if (!rc && avro_out->schema && t->spec.writer == &kg_writer_avro)
+  if (!rc && avro_out->schema && t->spec.writer->avro_datums)
     rc = kg_avro_schemas_add(run->schemas, avro_out->schema, avro_out->schema_len, &run->fixed_schema, errbuf);
   return rc;
 }

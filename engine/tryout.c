@@ -362,6 +362,10 @@ static int print_files(const kg_config_t *c, const kg_task_spec_t *spec, const k
       report(o, KG_LOG_INFO, "quarantine file %s", f->final);
       continue;
     }
+    if (spec->writer == &kg_writer_parquet) { /* binary columns: not printed as they are */
+      report(o, KG_LOG_INFO, "output file %s (Parquet: its rows are not printed)", f->final);
+      continue;
+    }
     report(o, KG_LOG_INFO, "output file %s", f->final);
     int64_t records = 0;
     rc = spec->writer == &kg_writer_avro ? print_avro(f->output, o->out, &records, errbuf)

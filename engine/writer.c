@@ -16,10 +16,9 @@ static const struct {
   const char *format;
   const kg_writer_ops_t *ops;
 } backends[] = {
-    {"SimpleDataWriterBuilder", "txt", &kg_writer_simple},
-    {"SimpleDataWriterBuilder", "json", &kg_writer_simple},
-    {"SimpleDataWriterBuilder", "csv", &kg_writer_csv},
-    {"AvroDataWriterBuilder", "avro", &kg_writer_avro},
+    {"SimpleDataWriterBuilder", "txt", &kg_writer_simple},       {"SimpleDataWriterBuilder", "json", &kg_writer_simple},
+    {"SimpleDataWriterBuilder", "csv", &kg_writer_csv},          {"AvroDataWriterBuilder", "avro", &kg_writer_avro},
+    {"ParquetDataWriterBuilder", "parquet", &kg_writer_parquet},
 };
 
 int kg_writer_find(const char *builder_class, const char *format, const kg_writer_ops_t **out, char *errbuf) {
@@ -155,14 +154,18 @@ void kg_writer_abort(kg_writer_t *w) {
 
 /* ---- the settings every writer reads ------------------------------------------------------------------------- */
 
-static const char *const codecs[] = {"null", "deflate", "snappy", "gzip", "zstd", NULL}; /* kg_codec_t */
+/* kg_codec_t, then "uncompressed": Parquet's name for null. */
+static const char *const codecs[] = {"null", "deflate", "snappy", "gzip", "zstd", "uncompressed", NULL};
+#define UNCOMPRESSED 5
 
 static bool is_avro(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "avro"); }
+static bool is_parquet(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "parquet"); }
 
-/* Gobblin's default codec, deflate, for Avro; text output is uncompressed. */
+/* Gobblin's default codec, deflate, for Avro; snappy for Parquet (Gobblin's, and what Spark, Hive and Athena write);
+ * text output is uncompressed. */
 static char *default_codec(const kg_config_t *c, const void *options) {
   (void)options;
-  return kg_xstrdup(is_avro(c) ? "deflate" : "null");
+  return kg_xstrdup(is_avro(c) ? "deflate" : is_parquet(c) ? "snappy" : "null");
 }
 
 /* The codecs of Avro blocks and of text files differ; the file extension follows the text codec. */
@@ -170,7 +173,20 @@ static int set_codec(const kg_config_t *config, void *options, const kg_property
                      kg_property_value_t *v, char *errbuf) {
   const kg_config_t *c = config;
   kg_writer_settings_t *s = options;
-  s->codec = (kg_codec_t)v->e;
+  s->codec = v->e == UNCOMPRESSED ? KG_CODEC_NULL : (kg_codec_t)v->e;
+  if (key && is_parquet(c) && s->codec == KG_CODEC_DEFLATE)
+    return kg_fail(
+        errbuf, KG_EINVAL,
+        "%s: %s=%s: Parquet pages are compressed with snappy, gzip, zstd or uncompressed (null); deflate is a "
+        "codec of Avro blocks",
+        kg_config_origin(c, key), key, p->names[v->e]);
+  if (is_parquet(c)) { /* the pages are compressed inside the file: its name is the format's alone */
+    s->ext = kg_xstrdup(c->output_format);
+    return KG_OK;
+  }
+  if (key && v->e == UNCOMPRESSED)
+    return kg_fail(errbuf, KG_EINVAL, "%s: %s=uncompressed is Parquet's name for no compression; %s output takes null",
+                   kg_config_origin(c, key), key, c->output_format);
   bool avro_codec = s->codec == KG_CODEC_NULL || s->codec == KG_CODEC_DEFLATE || s->codec == KG_CODEC_SNAPPY;
   bool text_codec = s->codec == KG_CODEC_NULL || s->codec == KG_CODEC_GZIP || s->codec == KG_CODEC_ZSTD;
   if (key && is_avro(c) && !avro_codec)
@@ -206,11 +222,12 @@ static const kg_property_t rows[] = {
     {.name = "writer.codec.type",
      .type = KG_PROP_ENUM,
      .names = codecs,
-     .def_doc = "deflate for avro, null otherwise",
+     .def_doc = "deflate for avro, snappy for parquet, null otherwise",
      .computed = default_codec,
      .set = set_codec,
      .doc = "Compression: of Avro blocks, `null`, `deflate` or `snappy` (the codecs of the Avro spec; Gobblin's "
-            "`bzip2` and `xz` are refused); of text output (`txt`, `json`, `csv`), `null`, `gzip` or `zstd`, the "
+            "`bzip2` and `xz` are refused); of Parquet pages, `snappy` (the default), `gzip`, `zstd` or `uncompressed` "
+            "(`null`); of text output (`txt`, `json`, `csv`), `null`, `gzip` or `zstd`, the "
             "whole file, whose name then ends in `.gz` or `.zst`."},
     {.name = "writer.deflate.level",
      .type = KG_PROP_INT,

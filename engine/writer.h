@@ -84,6 +84,20 @@ typedef struct {
 extern const kg_config_section_t kg_writer_avro_section;
 const kg_avro_file_options_t *kg_avro_file_options(const kg_config_t *config);
 
+/* The Parquet writer's options (writer.parquet.*, writer_parquet.c): the bytes of a row group at which a mark
+ * writes it out, and of a column's page at which a mark closes it. Its records' schema is writer.avro.schema's (or
+ * each topic's latest from the registry), as the Avro writer's. */
+typedef struct {
+  int64_t block_size;
+  int64_t page_size;
+} kg_parquet_options_t;
+#define KG_PARQUET_BLOCK_SIZE (128 * 1024 * 1024) /* parquet-mr's ParquetWriter.DEFAULT_BLOCK_SIZE */
+#define KG_PARQUET_PAGE_SIZE  (1024 * 1024)       /* and its DEFAULT_PAGE_SIZE, Gobblin's writer.parquet.page.size */
+extern const kg_config_section_t kg_writer_parquet_section;
+/* Whether the Parquet writer writes records of the Avro schema whose JSON text is the LEN bytes at TEXT: KG_OK, or
+ * KG_EINVAL with ERRBUF naming the first field it cannot write (its path, as Record.field) and what it writes. */
+int kg_parquet_schema_check(const char *text, size_t len, char *errbuf);
+
 /* What a writer is opened with: the settings every writer reads, the file's records' schema for a format that
  * writes one, and the backend's own options. The backend copies what it keeps, so the caller keeps what it
  * passed. */
@@ -107,6 +121,8 @@ typedef struct {
   const char *name;                   /* "simple", "avro" */
   const char *title;                  /* what `kingest validate` calls it: "the simple writer" */
   const kg_config_section_t *section; /* its property rows, whose options OPEN gets in OPTIONS->backend; NULL: none */
+  bool avro_datums; /* its records are Avro binary datums of the file's schema (OPTIONS->schema): a script's tables are
+                       encoded with that schema, and records of another schema go to a file of their own */
   /* Sets up W->impl from OPTIONS once W->stream is open; may write what the format puts first, and *BYTES
    * gets how many bytes that is (starts at 0). */
   int (*open)(kg_writer_t *w, const kg_writer_options_t *options, int64_t *bytes, char *errbuf);
@@ -164,6 +180,9 @@ extern const kg_writer_ops_t kg_writer_csv;
 /* The Avro writer (writer_avro.c): an Avro object container file whose records are Avro binary datums of the
  * file's schema (OPTIONS->schema, else its options'), written as they are, in blocks compressed by OPTIONS->codec. */
 extern const kg_writer_ops_t kg_writer_avro;
+/* The Parquet writer (writer_parquet.c): a Parquet file whose rows are the records, Avro binary datums of a flat
+ * record schema (OPTIONS->schema), as columns of pages compressed by OPTIONS->codec (null: UNCOMPRESSED). */
+extern const kg_writer_ops_t kg_writer_parquet;
 
 /* Creates PATH (and its folder) on FS with the format of OPS; never replaces an existing file (KG_EIO naming
  * it). *OUT is owned by the caller, who ends it with kg_writer_close or kg_writer_abort. */

@@ -249,6 +249,7 @@ const kg_writer_ops_t kg_writer_avro = {
     .name = "avro",
     .title = "the Avro writer",
     .section = &kg_writer_avro_section,
+    .avro_datums = true,
     .open = ocf_open,
     .write = ocf_write,
     .mark = ocf_mark,
@@ -259,7 +260,11 @@ const kg_writer_ops_t kg_writer_avro = {
 
 /* ---- the Avro writer's properties ---------------------------------------------------------------------------- */
 
-static bool is_avro(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "avro"); }
+/* Avro output, or Parquet output of Avro records: both take the records' Avro schema. */
+static bool is_avro(const kg_config_t *c) {
+  return c->output_format && (!strcmp(c->output_format, "avro") || !strcmp(c->output_format, "parquet"));
+}
+static bool is_parquet(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "parquet"); }
 static bool is_csv(const kg_config_t *c) { return c->output_format && !strcmp(c->output_format, "csv"); }
 
 static char *no_schema(const kg_config_t *c, const void *options) {
@@ -302,10 +307,10 @@ static int set_avro_schema(const kg_config_t *c, void *options, const kg_propert
     if (kg_registry_settings(c)->framing != KG_FRAMING_NONE)
       return KG_OK; /* each topic's latest schema, from the registry */
     return kg_fail(errbuf, KG_EINVAL,
-                   "%s: writer.output.format=avro needs the records' Avro schema: set writer.avro.schema (its JSON "
+                   "%s: writer.output.format=%s needs the records' Avro schema: set writer.avro.schema (its JSON "
                    "text; `schema` in a job.lua) or writer.avro.schema.file (a file holding it), or read Avro records "
                    "from a schema registry (kafka.deserializer.type=CONFLUENT_AVRO)",
-                   c->job_file);
+                   c->job_file, c->output_format);
   }
   size_t len = strlen(v->s);
   char *path = NULL;
@@ -343,8 +348,15 @@ static int set_avro_schema(const kg_config_t *c, void *options, const kg_propert
     return rc;
   }
   avro_schema_decref(schema);
+  char perr[KG_ERRLEN];
+  int rc = is_parquet(c) ? kg_parquet_schema_check(v->s, len, perr) : KG_OK;
+  if (rc)
+    rc = path ? kg_fail(errbuf, rc, "%s: %s=%s: the schema in %s cannot be written as Parquet: %s",
+                        kg_config_origin(c, file_row->name), file_row->name, file, path, perr)
+              : kg_fail(errbuf, rc, "%s: %s: the schema cannot be written as Parquet: %s", kg_config_origin(c, key),
+                        key, perr);
   free(path);
-  return KG_OK;
+  return rc;
 }
 
 static void clear(void *options) {
@@ -361,7 +373,7 @@ static const kg_property_t rows[] = {
      .def_doc = "none",
      .computed = no_schema,
      .set = set_avro_schema,
-     .doc = "The output's Avro schema, as JSON text (`schema` in a job.lua): `avro` output needs it, or "
+     .doc = "The output's Avro schema, as JSON text (`schema` in a job.lua): `avro` and `parquet` output need it, or "
             "`writer.avro.schema.file`, unless it reads Avro records from a registry (then each topic's latest "
             "schema). Records are written with it ([Avro](#avro)); its text goes into each file's header byte for "
             "byte. Checked when the job starts, the error naming the schema's problem. With `csv` output, a record "

@@ -149,10 +149,14 @@ static void test_config(void) {
   CHECK_CONTAINS(err, "MyFancySource");
   CHECK_CONTAINS(err, "source.class");
 
-  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.builder.class=gobblin.writer.ParquetDataWriterBuilder\n", &c, err),
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.builder.class=gobblin.writer.OrcDataWriterBuilder\n", &c, err),
             KG_EINVAL);
   CHECK_CONTAINS(err, "writer.builder.class");
-  CHECK_CONTAINS(err, "SimpleDataWriterBuilder, AvroDataWriterBuilder");
+  CHECK_CONTAINS(err, "SimpleDataWriterBuilder, AvroDataWriterBuilder, ParquetDataWriterBuilder");
+  /* The Parquet builder's default format is parquet, which needs the records' Avro schema. */
+  CHECK_INT(config_from("kafka.brokers=b:1\nwriter.builder.class=gobblin.writer.ParquetDataWriterBuilder\n", &c, err),
+            KG_EINVAL);
+  CHECK_CONTAINS(err, "writer.output.format=parquet needs the records' Avro schema");
 
   CHECK_INT(config_from("kafka.brokers=b:1\nmr.job.max.mappers=zero\n", &c, err), KG_EINVAL);
   CHECK_CONTAINS(err, "mr.job.max.mappers");
@@ -603,7 +607,7 @@ static void test_codec_config(void) {
                         &c, err),
             KG_EINVAL);
   CHECK_STR(err, "job.pull:4: invalid value 'bzip2' for property writer.codec.type: allowed values are null, deflate, "
-                 "snappy, gzip, zstd");
+                 "snappy, gzip, zstd, uncompressed");
   CHECK_INT(config_from("kafka.brokers=b:1\nwriter.output.format=avro\nwriter.avro.schema=\"bytes\"\n"
                         "writer.deflate.level=10\n",
                         &c, err),

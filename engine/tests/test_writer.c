@@ -142,7 +142,8 @@ static void test_find(void) {
   CHECK_INT(kg_writer_find("gobblin.writer.AvroDataWriterBuilder", "txt", &ops, err), KG_EINVAL);
   CHECK_CONTAINS(err, "writer.builder.class=gobblin.writer.AvroDataWriterBuilder");
   CHECK_CONTAINS(err, "AvroDataWriterBuilder writes avro");
-  CHECK_CONTAINS(err, ": SimpleDataWriterBuilder writes txt, json and csv, AvroDataWriterBuilder writes avro");
+  CHECK_CONTAINS(err, ": SimpleDataWriterBuilder writes txt, json and csv, AvroDataWriterBuilder writes avro, "
+                      "ParquetDataWriterBuilder writes parquet");
   /* writer.output.format's values: the registry's formats, each once, in its order, and no more than asked. */
   const char *names[8];
   kg_writer_formats(names, 8);
@@ -150,7 +151,8 @@ static void test_find(void) {
   CHECK_STR(names[1], "json");
   CHECK_STR(names[2], "csv");
   CHECK_STR(names[3], "avro");
-  CHECK(names[4] == NULL);
+  CHECK_STR(names[4], "parquet");
+  CHECK(names[5] == NULL);
   kg_writer_formats(names, 3);
   CHECK_STR(names[1], "json");
   CHECK(names[2] == NULL);
