@@ -1041,6 +1041,7 @@ static int map_token(const kg_config_t *c, char *errbuf) {
   kg_fs_webhdfs_use_token(token);
   memset(token, 0, strlen(token));
   free(token);
+  KG_INFO("Authenticating to HDFS with the job's delegation token, from the job's credentials %s (%s)", path, from);
   return KG_OK;
 }
 
