@@ -26,39 +26,6 @@ local function kdc(args)
   return H.trim(out)
 end
 
--- The delegation tokens of a Hadoop credentials file (its Writable form: "HDTS", version 0, then the tokens) in
--- their URL-safe form, as WebHDFS takes them, and each token's password in hex.
-local TOKENS_PY = [[
-import base64, sys
-data = open(sys.argv[1], "rb").read()
-assert data[:5] == b"HDTS\0", "not a Hadoop credentials file"
-at = 5
-def vint():
-    global at
-    b = data[at] - 256 if data[at] > 127 else data[at]
-    at += 1
-    if b >= -112:
-        return b
-    n, neg = (-111 - b, False) if b >= -120 else (-119 - b, True)
-    v = 0
-    for _ in range(n):
-        v = (v << 8) | data[at]
-        at += 1
-    return ~v if neg else v
-def chunk():
-    global at
-    n = vint()
-    at += n
-    return data[at - n:at]
-for _ in range(vint()):
-    chunk()
-    start = at
-    chunk()
-    password = chunk()
-    chunk()
-    chunk()
-    print(base64.urlsafe_b64encode(data[start:at]).decode().rstrip("="), password.hex())
-]]
 
 describe("kingest's Hadoop mode on a Kerberized YARN", function()
   local http, krb5conf, realm, dir, keytab, wrapper
@@ -161,7 +128,8 @@ describe("kingest's Hadoop mode on a Kerberized YARN", function()
     assert.is_string(app, "the job did not go to YARN: " .. err)
 
     -- The one token the maps got, from the credentials file the Hadoop client was given.
-    local c, listed, perr = H.sh("python3 -c " .. H.q(TOKENS_PY) .. " " .. H.q(dir .. "/tokens"))
+    local c, listed, perr = H.sh("python3 " .. H.q(H.root .. "/spec/support/hadoop_tokens.py") .. " "
+      .. H.q(dir .. "/tokens"))
     assert(c == 0, perr)
     local token, password = listed:match("^(%S+) (%x+)\n$")
     assert.is_string(token, listed)
