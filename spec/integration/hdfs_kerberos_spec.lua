@@ -213,6 +213,7 @@ describe("kingest on a Kerberized HDFS", function()
       ["mr.hadoop.command"] = wrapper,
       ["mr.streaming.jar"] = hadoop({ "streaming-jar" }),
       ["mr.streaming.args"] = "-D mapreduce.framework.name=local",
+      ["yarn.resourcemanager.principal"] = "rm/localhost@" .. realm,
     })
     local code, _, err = H.kingest({ "run", path }, { GOBBLIN_WORK_DIR = work, KRB5_CONFIG = krb5conf,
       KINGEST_HADOOP_DIR = HADOOP_DIR })
