@@ -201,7 +201,8 @@ int kg_fs_webhdfs_open_with(const char *uri, const kg_webhdfs_options_t *options
 bool kg_fs_webhdfs_kerberos(const kg_fs_t *fs);
 const char *kg_fs_webhdfs_principal(const kg_fs_t *fs);
 /* A new delegation token of FS's principal, renewable by RENEWER (a short name), in its URL-safe form: *TOKEN, a new
- * string and a secret. GETDELEGATIONTOKEN with SPNEGO. */
+ * string and a secret. GETDELEGATIONTOKEN with SPNEGO; the token's service is FS's HOST:PORT (where a renewer
+ * reaches the NameNode's web server). */
 int kg_fs_webhdfs_get_token(kg_fs_t *fs, const char *renewer, char **token, char *errbuf);
 /* Cancels TOKEN (CANCELDELEGATIONTOKEN). */
 int kg_fs_webhdfs_cancel_token(kg_fs_t *fs, const char *token, char *errbuf);

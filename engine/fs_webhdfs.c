@@ -857,10 +857,13 @@ int kg_fs_webhdfs_get_token(kg_fs_t *fs, const char *renewer, char **token, char
   const kg_json_t *t = doc ? kg_json_get(kg_json_get(doc, "Token"), "urlString") : NULL;
   if (!rc && (!t || t->type != KG_JSON_STRING || !t->string[0]))
     rc = kg_fail(why, KG_EIO, "the answer has no Token.urlString");
-  if (rc)
-    kg_fail(errbuf, KG_EIO, "cannot get a delegation token (renewer %s) from %s: %s", renewer, w->name, why);
-  else
-    *token = kg_xstrdup(t->string);
+  /* The NameNode names its RPC address as the token's service; a renewer of a WebHDFS token (YARN's
+   * ResourceManager) reaches the service over HTTP, so it is set to the web server's HOST:PORT, the address this
+   * file system speaks to (what Hadoop's own WebHDFS client does). */
+  const char *hostport = strstr(w->name, "://");
+  if (!rc && kg_hadoop_token_set_service(t->string, hostport ? hostport + 3 : w->name, token))
+    rc = kg_fail(why, KG_EIO, "the answer's Token.urlString is not a Hadoop token");
+  if (rc) kg_fail(errbuf, KG_EIO, "cannot get a delegation token (renewer %s) from %s: %s", renewer, w->name, why);
   kg_json_free(doc);
   kg_http_response_free(&r);
   free(url);

@@ -253,6 +253,33 @@ int kg_hadoop_token_describe(const char *token, char **kind, char **service) {
   return rc;
 }
 
+int kg_hadoop_token_set_service(const char *token, const char *service, char **out) {
+  *out = NULL;
+  kg_buf_t raw = {0};
+  int rc = kg_base64url_decode(token, &raw);
+  reader_t r = {.p = (const unsigned char *)raw.data, .len = raw.len, .ok = true};
+  const unsigned char *start, *k, *s;
+  size_t len, klen, slen;
+  if (!rc && get_token(&r, &start, &len, &k, &klen, &s, &slen) && r.at == raw.len) {
+    /* The identifier, the password and the kind as they are; then the new service. */
+    kg_buf_t bytes = {0}, text = {0};
+    kg_buf_append(&bytes, raw.data, (size_t)(k + klen - start));
+    put_vint(&bytes, (int64_t)strlen(service));
+    kg_buf_append(&bytes, service, strlen(service));
+    kg_base64url_encode(bytes.data, bytes.len, &text);
+    memset(bytes.data, 0, bytes.len);
+    kg_buf_free(&bytes);
+    *out = kg_xstrndup(text.data, text.len);
+    memset(text.data, 0, text.len);
+    kg_buf_free(&text);
+  } else {
+    rc = KG_EINVAL;
+  }
+  if (raw.data) memset(raw.data, 0, raw.len);
+  kg_buf_free(&raw);
+  return rc;
+}
+
 int kg_hadoop_creds_build(const char *alias, const char *token, kg_buf_t *out, char *errbuf) {
   kg_buf_t raw = {0};
   int rc = kg_base64url_decode(token, &raw);

@@ -31,6 +31,10 @@ int kg_base64url_decode(const char *text, kg_buf_t *out);
 /* The base64url form (no padding) of LEN bytes at DATA appended to OUT. */
 void kg_base64url_encode(const void *data, size_t len, kg_buf_t *out);
 
+/* TOKEN (the URL-safe form) with its service (the address a renewer reaches its issuer at) set to SERVICE: *OUT, a
+ * new string and a secret. KG_EINVAL when TOKEN is not a token's URL-safe form. */
+int kg_hadoop_token_set_service(const char *token, const char *service, char **out);
+
 /* The Writable bytes of a Hadoop credentials file holding one token, TOKEN (the URL-safe form), under ALIAS, and
  * no secret keys, appended to OUT. KG_EINVAL with ERRBUF when TOKEN is not a token's URL-safe form (its text is not
  * shown). */

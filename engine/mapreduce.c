@@ -794,10 +794,13 @@ static void token_teardown(const kg_mr_run_t *run, job_token_t *t) {
   if (!t->dir) return;
   if (t->token) {
     char why[KG_ERRLEN];
-    if (kg_fs_webhdfs_cancel_token(run->fs, t->token, why))
-      KG_WARN("%s (it expires by itself)", why);
-    else
+    if (!kg_fs_webhdfs_cancel_token(run->fs, t->token, why))
       KG_INFO("Cancelled the Hadoop job's delegation token");
+    else if (strstr(why, "Token not found")) /* the NameNode's InvalidToken of a token it no longer has */
+      KG_INFO("The Hadoop job's delegation token was cancelled already (YARN cancels a job's tokens once it has "
+              "ended)");
+    else
+      KG_WARN("%s (it expires by itself)", why);
     memset(t->token, 0, strlen(t->token));
     free(t->token);
   }
@@ -1041,6 +1044,7 @@ static int map_token(const kg_config_t *c, char *errbuf) {
   kg_fs_webhdfs_use_token(token);
   memset(token, 0, strlen(token));
   free(token);
+  KG_INFO("Authenticating to HDFS with the job's delegation token, from the job's credentials %s (%s)", path, from);
   return KG_OK;
 }
 

@@ -1,5 +1,6 @@
-/* test_hadoop_token.c: base64url both ways, a Hadoop delegation token's kind and service, a credentials file of one
- * token built and read back (and the files it refuses), and the principals of keytabs made entry by entry. */
+/* test_hadoop_token.c: base64url both ways, a Hadoop delegation token's kind and service (and a token given a new
+ * service), a credentials file of one token built and read back (and the files it refuses), and the principals of
+ * keytabs made entry by entry. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,23 @@ static void test_describe(void) {
   CHECK_INT(kg_hadoop_token_describe("bm90IGEgdG9rZW4", &kind, &service), KG_EINVAL); /* "not a token" */
   CHECK(kind == NULL && service == NULL);
   CHECK_INT(kg_hadoop_token_describe("", &kind, &service), KG_EINVAL);
+}
+
+static void test_set_service(void) {
+  char *moved = NULL, *back = NULL, *kind = NULL, *service = NULL;
+  CHECK_INT(kg_hadoop_token_set_service(real_token, "namenode.example.com:9871", &moved), KG_OK);
+  CHECK_INT(kg_hadoop_token_describe(moved, &kind, &service), KG_OK);
+  CHECK_STR(kind, "SWEBHDFS delegation");
+  CHECK_STR(service, "namenode.example.com:9871");
+  /* The identifier, the password and the kind are the same bytes: set back, it is the NameNode's token again. */
+  CHECK_INT(kg_hadoop_token_set_service(moved, "127.0.0.1:33081", &back), KG_OK);
+  CHECK_STR(back, real_token);
+  free(kind);
+  free(service);
+  free(moved);
+  free(back);
+  CHECK_INT(kg_hadoop_token_set_service("bm90IGEgdG9rZW4", "h:1", &moved), KG_EINVAL);
+  CHECK(moved == NULL);
 }
 
 static void test_creds(void) {
@@ -206,6 +224,7 @@ static void test_keytab(void) {
 int main(void) {
   test_base64url();
   test_describe();
+  test_set_service();
   test_creds();
   test_keytab();
   TEST_MAIN_END();

@@ -186,6 +186,43 @@ describe("kingest on a Kerberized HDFS", function()
     assert_no_secret(out .. err, "the log")
   end)
 
+  it("says so when the Hadoop job's token was cancelled before the driver cancels it (as YARN does once a job has "
+    .. "ended)", function()
+    local lines = { "cancelled early 1", "cancelled early 2" }
+    local topic = H.topic_with("krb_mr_early", lines)
+    local work = H.workdir("krb_mr_early")
+    local root = "/kingest/" .. H.unique("early")
+    -- The Hadoop command: scripts/hadoop, then a cancel of the job's token (from the credentials file it was given)
+    -- by the token's owner, as YARN's ResourceManager cancels a job's tokens once the job has ended.
+    local wrapper = dir .. "/hadoop-then-cancel"
+    H.spit(wrapper, table.concat({
+      "#!/bin/sh",
+      "for a; do case $a in -Dmapreduce.job.credentials.binary=*) creds=${a#*=};; esac; done",
+      H.q(H.root .. "/scripts/hadoop") .. " \"$@\"",
+      "rc=$?",
+      "token=$(python3 " .. H.q(H.root .. "/spec/support/hadoop_tokens.py") .. " \"$creds\" | cut -d' ' -f1)",
+      "KRB5_CLIENT_KTNAME=" .. H.q(keytab) .. " KRB5CCNAME=MEMORY:cancel curl -sf --negotiate -u : -X PUT "
+        .. H.q(http .. "/webhdfs/v1/?op=CANCELDELEGATIONTOKEN&token=") .. "\"$token\" >/dev/null || exit 99",
+      "exit $rc",
+      "",
+    }, "\n"))
+    os.execute("chmod 700 " .. H.q(wrapper))
+    local path = krb_job(work, topic, root, {
+      ["launcher.type"] = "MAPREDUCE",
+      ["mr.job.root.dir"] = root .. "/mr",
+      ["mr.hadoop.command"] = wrapper,
+      ["mr.streaming.jar"] = hadoop({ "streaming-jar" }),
+      ["mr.streaming.args"] = "-D mapreduce.framework.name=local",
+      ["yarn.resourcemanager.principal"] = "rm/localhost@" .. realm,
+    })
+    local code, _, err = H.kingest({ "run", path }, { GOBBLIN_WORK_DIR = work, KRB5_CONFIG = krb5conf,
+      KINGEST_HADOOP_DIR = HADOOP_DIR })
+    assert.equals(0, code, err)
+    assert.same(H.sorted(lines), H.sorted((lines_under(root .. "/out/" .. topic))))
+    assert.truthy(err:find("The Hadoop job's delegation token was cancelled already", 1, true), err)
+    assert.falsy(err:find("cannot cancel the delegation token", 1, true), err)
+  end)
+
   it("speaks TLS to swebhdfs:// with webhdfs.ssl.ca.location, and refuses a certificate of another CA", function()
     local lines = { "over tls 1", "over tls 2", "over tls 3" }
     local topic = H.topic_with("krb_tls", lines)
