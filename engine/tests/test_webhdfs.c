@@ -132,7 +132,7 @@ static void test_open(void) {
   CHECK_INT(kg_fs_open("webhdfs://127.0.0.1:9870/?colour=blue", "fs.uri", &fs, err), KG_EINVAL);
   CHECK_CONTAINS(err, "unknown parameter 'colour'");
   CHECK_INT(kg_fs_open("ftp://x", "fs.uri", &fs, err), KG_EINVAL);
-  CHECK_CONTAINS(err, "(kingest has: file, webhdfs, swebhdfs)");
+  CHECK_CONTAINS(err, "(kingest has: file, webhdfs, swebhdfs, s3a, s3, wasbs, wasb, abfss, abfs)");
   CHECK_INT(kg_fs_open("webhdfs://someone@127.0.0.1:9870/?user.name=other&auth=simple", "fs.uri", &fs, err), KG_OK);
   CHECK_STR(fs ? fs->scheme : NULL, "webhdfs");
   kg_fs_close(fs);
