@@ -163,6 +163,99 @@ describe("output to S3", function()
     end)
   end)
 
+  describe("503 SlowDown", function()
+    -- 503s are answered by spec/support/s3_fault_proxy.py in front of the server, at the requests it is told.
+    local stop = function() end
+    after_each(function() stop() end)
+
+    -- Runs JOB in WORK at DEBUG; returns its status and log.
+    local function run_debug(path, work)
+      local code, _, err = H.kingest({ "run", "-l", "debug", path }, { GOBBLIN_WORK_DIR = work })
+      return code, err
+    end
+
+    local function records(name, n)
+      local lines = {}
+      for i = 1, n do lines[i] = string.format("%s %05d", name, i) end
+      return lines
+    end
+
+    it("are tried again, said in the log, and the run publishes every record once", function()
+      local lines = records("slow", 900)
+      local topic = H.topic_with("s3_slow", lines)
+      local work = H.workdir("s3_slow")
+      local bucket = S.bucket("slow")
+      local endpoint, proxy_log
+      endpoint, proxy_log, stop = S.proxy(work, { "--method", "PUT", "--match", "/" .. bucket .. "/out/", "--first", "2" })
+      local path = job(work, topic, S.props(bucket, "/out", { ["fs.s3a.endpoint"] = endpoint,
+        ["writer.file.max.records"] = "300", ["parallel.runner.threads"] = "1" }))
+      local code, log = run_debug(path, work)
+      assert.equals(0, code, log)
+      local _, faults = proxy_log():gsub("fault: answered 503 SlowDown", "")
+      assert.equals(2, faults, proxy_log())
+      local _, said = log:gsub("S3 PUT [^\n]*/out/[^\n]*: HTTP 503 SlowDown: Please reduce your request rate%.; "
+        .. "trying again in %d+ ms %(attempt %d of 5%)", "")
+      assert.equals(2, said, log)
+      local got, objects = S.lines(bucket, "out/")
+      assert.same(lines, H.sorted(got))
+      assert.equals(3, #objects)
+      assert.same({}, S.uploads(bucket, "out/"))
+      assert.equals(900, H.stored_offsets(work, "S3Job")[topic .. ":0"])
+    end)
+
+    it("to a CompleteMultipartUpload under If-None-Match are tried again, and the object is written once", function()
+      local lines, pad = {}, string.rep("z", 150)
+      for i = 1, 40000 do lines[i] = string.format("%05d %s", i, pad) end -- about 6 MB: two parts
+      local topic = H.topic_with("s3_slowmp", lines)
+      local work = H.workdir("s3_slowmp")
+      local bucket = S.bucket("slowmp")
+      local endpoint, proxy_log
+      endpoint, proxy_log, stop = S.proxy(work, { "--method", "POST", "--match", "uploadId=", "--first", "2" })
+      local path = job(work, topic, S.props(bucket, "/out", { ["fs.s3a.endpoint"] = endpoint,
+        ["fs.s3a.multipart.threshold"] = "5M", ["fs.s3a.multipart.size"] = "5M" }))
+      local code, log = run_debug(path, work)
+      assert.equals(0, code, log)
+      local _, faults = proxy_log():gsub("fault: answered 503 SlowDown to POST [^\n]*uploadId=", "")
+      assert.equals(2, faults, proxy_log())
+      assert.matches("S3 POST [^\n]*uploadId=[^\n]*: HTTP 503 SlowDown", log)
+      local objects = S.objects(bucket, "out/")
+      assert.equals(1, #objects)
+      assert.matches("%-2$", objects[1].etag)
+      assert.same(lines, (S.lines(bucket, "out/")))
+      assert.same({}, S.uploads(bucket, "out/"))
+      assert.equals(40000, H.stored_offsets(work, "S3Job")[topic .. ":0"])
+    end)
+
+    it("that outlast fs.s3a.attempts.maximum fail the run naming S3, the bucket, the key, 503, SlowDown and the "
+      .. "attempts; nothing is published, the offsets stay, and the next run publishes every record once", function()
+      local lines = records("slower", 900)
+      local topic = H.topic_with("s3_slower", lines)
+      local work = H.workdir("s3_slower")
+      local bucket = S.bucket("slower")
+      -- Every PUT of the third file is refused: the first two are written, then deleted as the commit is undone.
+      local endpoint, proxy_log
+      endpoint, proxy_log, stop = S.proxy(work, { "--method", "PUT", "--match", "_0.2.txt", "--first", "1000" })
+      local props = S.props(bucket, "/out", { ["fs.s3a.endpoint"] = endpoint, ["fs.s3a.attempts.maximum"] = "3",
+        ["writer.file.max.records"] = "300", ["parallel.runner.threads"] = "1" })
+      local path = job(work, topic, props)
+      local last, log = H.run_fails(path, work, 1, { "S3 bucket " .. bucket .. " key out/" .. topic .. "/part.task_S3Job_",
+        "_0.2.txt", "HTTP 503 SlowDown", "3 attempts" })
+      local _, faults = proxy_log():gsub("fault: answered 503 SlowDown", "")
+      assert.equals(3, faults, proxy_log())
+      assert.truthy(proxy_log():find("DELETE /" .. bucket .. "/out/", 1, true), proxy_log()) -- the undo
+      assert.same({}, S.objects(bucket, ""), last)
+      assert.same({}, S.uploads(bucket, ""))
+      assert.is_nil(H.stored_offsets(work, "S3Job")[topic .. ":0"], log)
+      stop()
+      props["fs.s3a.endpoint"] = S.endpoint()
+      H.run_ok(job(work, topic, props), work)
+      local got, objects = S.lines(bucket, "out/")
+      assert.same(lines, H.sorted(got))
+      assert.equals(3, #objects)
+      assert.equals(900, H.stored_offsets(work, "S3Job")[topic .. ":0"])
+    end)
+  end)
+
   describe("bad input", function()
     -- Runs a job whose S3 settings EXTRA override the good ones and asserts that it fails naming NAMES, that
     -- nothing is published and that no offset is stored.

@@ -90,4 +90,25 @@ function S.props(bucket, folder, extra)
   return p
 end
 
+-- A free loopback port.
+function S.free_port()
+  local _, out = H.sh("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])'")
+  return tonumber(H.trim(out))
+end
+
+-- Starts spec/support/s3_fault_proxy.py in front of the server at URL (default the test server), with ARGS (a list:
+-- --method, --match, --nth or --first, --then...), logging to WORK/proxy.log. Returns the proxy's URL (for
+-- fs.s3a.endpoint), a function returning its log, and a function that stops it.
+function S.proxy(work, args, url)
+  local port, target = S.free_port(), (url or S.endpoint()):match(":(%d+)$")
+  local log = work .. "/proxy.log"
+  local cmd = { "python3", H.q(H.root .. "/spec/support/s3_fault_proxy.py"), port, target }
+  for _, a in ipairs(args) do cmd[#cmd + 1] = H.q(a) end
+  local _, pid = H.sh(table.concat(cmd, " ") .. " >" .. H.q(log) .. " 2>&1 & echo $!")
+  pid = tonumber(pid:match("%d+"))
+  local function text() return H.slurp(log) or "" end
+  require("luassert").truthy(H.wait_until(function() return text():find("s3_fault_proxy:", 1, true) end, 10), text())
+  return "http://127.0.0.1:" .. port, text, function() os.execute("kill " .. pid .. " 2>/dev/null") end
+end
+
 return S
