@@ -1,7 +1,8 @@
 -- kingest publishing to S3 (data.publisher.fs.uri=s3a://BUCKET) against the s3proxy of scripts/s3, task data local:
 -- every object read back with boto3 (spec/support/s3_tool.py), never with kingest; exactly once for plain, rolled,
 -- gzip, time-partitioned and Avro output; the commit without rename (If-None-Match: *, the journal's upload ids,
--- recovery, orphans swept); and each bad input with its error, nothing published and the offsets unmoved.
+-- recovery, orphans swept); 503 SlowDown, a connection cut and the server killed in the middle of a part, set off by
+-- spec/support/s3_fault_proxy.py; and each bad input with its error, nothing published and the offsets unmoved.
 local H = require("support.harness")
 local S = require("support.s3")
 
@@ -253,6 +254,81 @@ describe("output to S3", function()
       assert.same(lines, H.sorted(got))
       assert.equals(3, #objects)
       assert.equals(900, H.stored_offsets(work, "S3Job")[topic .. ":0"])
+    end)
+  end)
+
+  describe("the server killed in the middle of a multipart upload", function()
+    -- A server of its own (the test server serves other specs at the same time), killed (SIGKILL) by
+    -- spec/support/s3_fault_proxy.py once half of the second part's body has reached it.
+    local server, stop = nil, function() end
+    after_each(function()
+      stop()
+      if server then server.stop() end
+      server, stop = nil, function() end
+    end)
+
+    it("or only the connection cut there: the part is sent again and the object written once", function()
+      local lines, line = {}, string.rep("c", 180)
+      for i = 1, 40000 do lines[i] = string.format("%06d %s", i, line) end -- about 7.5 MB: two parts
+      local topic = H.topic_with("s3_cut", lines)
+      local work = H.workdir("s3_cut")
+      local bucket = S.bucket("cut")
+      local endpoint, proxy_log
+      endpoint, proxy_log, stop = S.proxy(work, { "--method", "PUT", "--match", "partNumber=2&", "--nth", "1", "--cut" })
+      H.run_ok(job(work, topic, S.props(bucket, "/big", { ["fs.s3a.endpoint"] = endpoint,
+        ["fs.s3a.multipart.threshold"] = "5M", ["fs.s3a.multipart.size"] = "5M" })), work)
+      assert.truthy(proxy_log():find("fault: handed on half the body and cut the connection", 1, true), proxy_log())
+      local _, tries = proxy_log():gsub("\nPUT [^\n]*partNumber=2&", "")
+      assert.equals(2, tries, proxy_log())
+      local objects = S.objects(bucket, "big/")
+      assert.equals(1, #objects)
+      assert.matches("%-2$", objects[1].etag)
+      assert.same(lines, (S.lines(bucket, "big/")))
+      assert.same({}, S.uploads(bucket, ""))
+      assert.equals(40000, H.stored_offsets(work, "S3Job")[topic .. ":0"])
+    end)
+
+    it("fails the run, offsets unmoved; after its restart the next run publishes every record once and leaves no "
+      .. "unfinished upload", function()
+      server = S.own_server("s3kill")
+      local env = server.env
+      local lines, line = {}, string.rep("k", 180)
+      for i = 1, 70000 do lines[i] = string.format("%06d %s", i, line) end -- about 13 MB: three parts of 5 MB
+      local topic = H.topic_with("s3_kill", lines)
+      local work = H.workdir("s3_kill")
+      local bucket = S.bucket("kill", env)
+      local endpoint, proxy_log
+      endpoint, proxy_log, stop = S.proxy(work, { "--method", "PUT", "--match", "partNumber=2&", "--nth", "1",
+        "--then", "kill -9 $(cat " .. H.q(server.dir .. "/s3proxy.pid") .. ")" }, server.url)
+      local props = S.props(bucket, "/big", {
+        ["fs.s3a.endpoint"] = endpoint,
+        ["fs.s3a.access.key"] = server.access_key,
+        ["fs.s3a.secret.key"] = server.secret_key,
+        ["fs.s3a.multipart.threshold"] = "5M",
+        ["fs.s3a.multipart.size"] = "5M",
+        ["fs.s3a.fast.upload.active.blocks"] = "1",
+        ["fs.s3a.attempts.maximum"] = "3",
+      })
+      local path = job(work, topic, props)
+      local last, log = H.run_fails(path, work, 1, { "S3 bucket " .. bucket .. " key big/" .. topic .. "/part.task_S3Job_",
+        "partNumber=2&uploadId=", "3 attempts" })
+      assert.truthy(proxy_log():find("fault: handed on half the body, ran the command", 1, true), proxy_log())
+      assert.is_nil(H.stored_offsets(work, "S3Job")[topic .. ":0"], log)
+      stop()
+      server.start()
+      assert.same({}, S.objects(bucket, "", env), last)
+      local left = S.uploads(bucket, "", env)
+      assert.equals(1, #left) -- the killed server's upload, with its first part, outlived it
+      props["fs.s3a.endpoint"] = server.url
+      local log2 = H.run_ok(job(work, topic, props), work)
+      -- The killed run's commit stayed journalled (nothing could undo it without the server): this run finished it.
+      assert.matches("Aborted the unfinished upload " .. literal(left[1].id), log2)
+      local objects = S.objects(bucket, "big/", env)
+      assert.equals(1, #objects, log2)
+      assert.matches("%-3$", objects[1].etag)
+      assert.same(lines, (S.lines(bucket, "big/", env)))
+      assert.same({}, S.uploads(bucket, "", env), log2)
+      assert.equals(70000, H.stored_offsets(work, "S3Job")[topic .. ":0"])
     end)
   end)
 

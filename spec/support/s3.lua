@@ -8,7 +8,8 @@ local S = {}
 local state = os.getenv("KINGEST_S3_DIR") or (H.root .. "/.s3")
 local tool = H.root .. "/spec/support/s3_tool.py"
 
-local function read(name) return H.trim(assert(H.slurp(state .. "/" .. name), "no " .. name .. " in " .. state)) end
+local function read_in(dir, name) return H.trim(assert(H.slurp(dir .. "/" .. name), "no " .. name .. " in " .. dir)) end
+local function read(name) return read_in(state, name) end
 
 function S.endpoint() return read("url") end
 function S.access_key() return read("access-key") end
@@ -88,6 +89,30 @@ function S.props(bucket, folder, extra)
     if v == H.UNSET then p[k] = nil else p[k] = v end
   end
   return p
+end
+
+-- A second s3proxy of scripts/s3 in a state folder of its own under the specs' temporary folder (the jars are the
+-- test server's), for a case that kills its server: { dir, env (for S.tool and the others' ENV), url, access_key,
+-- secret_key, start(), kill() (SIGKILL), stop() }. Started.
+function S.own_server(name)
+  local dir = H.tmp .. "/" .. H.unique(name or "s3")
+  os.execute("mkdir -p " .. H.q(dir) .. " && ln -s " .. H.q(state .. "/jars") .. " " .. H.q(dir .. "/jars"))
+  local script = H.q(H.root .. "/scripts/s3")
+  local env = { KINGEST_S3_DIR = dir }
+  local server = { dir = dir, env = env }
+  local function sh(cmd)
+    local code, _, err = H.sh("KINGEST_S3_DIR=" .. H.q(dir) .. " " .. cmd)
+    require("luassert").are.equal(0, code, cmd .. ": " .. err)
+  end
+  function server.start()
+    sh(script .. " start")
+    server.url = read_in(dir, "url")
+    server.access_key, server.secret_key = read_in(dir, "access-key"), read_in(dir, "secret-key")
+  end
+  function server.kill() sh("kill -9 $(cat " .. H.q(dir .. "/s3proxy.pid") .. ")") end
+  function server.stop() sh(script .. " stop") end
+  server.start()
+  return server
 end
 
 -- A free loopback port.
