@@ -74,15 +74,16 @@ function S.uploads(bucket, prefix, env)
   return list
 end
 
--- The properties of a job whose final folder is FOLDER in BUCKET on the test server (local task data).
-function S.props(bucket, folder, extra)
+-- The properties of a job whose final folder is FOLDER in BUCKET on the test server, or on SERVER (a table of url,
+-- access_key and secret_key: S.own_server's, S.moto's), with local task data.
+function S.props(bucket, folder, extra, server)
   local p = {
     ["data.publisher.fs.uri"] = "s3a://" .. bucket,
     ["data.publisher.final.dir"] = folder,
-    ["fs.s3a.endpoint"] = S.endpoint(),
+    ["fs.s3a.endpoint"] = server and server.url or S.endpoint(),
     ["fs.s3a.path.style.access"] = "true",
-    ["fs.s3a.access.key"] = S.access_key(),
-    ["fs.s3a.secret.key"] = S.secret_key(),
+    ["fs.s3a.access.key"] = server and server.access_key or S.access_key(),
+    ["fs.s3a.secret.key"] = server and server.secret_key or S.secret_key(),
     ["fs.s3a.retry.interval"] = "100ms",
   }
   for k, v in pairs(extra or {}) do
@@ -112,6 +113,23 @@ function S.own_server(name)
   function server.kill() sh("kill -9 $(cat " .. H.q(dir .. "/s3proxy.pid") .. ")") end
   function server.stop() sh(script .. " stop") end
   server.start()
+  return server
+end
+
+-- A moto server (PyPI moto[server], an S3 of its own in Python: a second implementation to check against; it
+-- takes any keys) on a free loopback port, logging to LOG: { url, access_key, secret_key, env (S3_ENDPOINT and the
+-- keys, for S.tool and the others' ENV), stop() }. Started and answering.
+function S.moto(log)
+  local port = S.free_port()
+  local _, pid = H.sh("python3 -m moto.server -p " .. port .. " >" .. H.q(log) .. " 2>&1 & echo $!")
+  pid = tonumber(pid:match("%d+"))
+  local url = "http://127.0.0.1:" .. port
+  local server = { url = url, access_key = "AKIAKINGESTMOTO", secret_key = "moto-takes-any-secret" }
+  server.env = { S3_ENDPOINT = url, AWS_ACCESS_KEY_ID = server.access_key, AWS_SECRET_ACCESS_KEY = server.secret_key }
+  function server.stop() os.execute("kill " .. pid .. " 2>/dev/null") end
+  local up = H.wait_until(function() return (H.sh("curl -sf -o /dev/null " .. H.q(url .. "/"))) == 0 end, 30)
+  if not up then server.stop() end
+  require("luassert").truthy(up, "moto did not answer at " .. url .. ": " .. (H.slurp(log) or ""))
   return server
 end
 

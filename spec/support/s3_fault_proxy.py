@@ -13,16 +13,20 @@ The fault is the N-th candidate (--nth N) or each of the first N (--first N). Wh
   - --cut: the head and half the body are handed on, then both connections are closed (a connection lost in the
     middle of a request);
   - --then CMD: as --cut, and CMD runs (through the shell, e.g. "scripts/s3 stop") once half the body is handed on
-    and before the connections close: the server killed in the middle of the request; with --before, CMD runs
-    before anything is handed on.
+    and before the connections close: the server killed in the middle of the request;
+  - --then CMD --before: CMD runs before the request is handed on, which then goes on as any other (to a server
+    that is gone, when CMD stopped it: the client gets no answer). CMD has the request's bucket and key (path-style,
+    decoded) in FAULT_BUCKET and FAULT_KEY: another client can write that key first.
 Every request's line goes to stdout, marked "<- fault" when it is one; "fault: ..." follows each fault. Runs until
 killed (SIGTERM).
 """
 import argparse
+import os
 import socket
 import subprocess
 import sys
 import threading
+import urllib.parse
 import uuid
 
 lock = threading.Lock()
@@ -160,9 +164,11 @@ def handle(sock, a):
                 slowdown(sock, line, target)
                 continue
             if fault and a.before:
-                subprocess.run(a.then, shell=True)
+                path = urllib.parse.unquote(target.split("?")[0]).lstrip("/")
+                bucket, _, key = path.partition("/")
+                subprocess.run(a.then, shell=True, env=dict(os.environ, FAULT_BUCKET=bucket, FAULT_KEY=key))
                 log("fault: ran the command before handing on " + line)
-                return
+                fault = False
             if upstream is None:
                 try:
                     upstream = Conn(socket.create_connection(("127.0.0.1", a.target_port), timeout=60))
