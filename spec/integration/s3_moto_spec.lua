@@ -11,17 +11,12 @@ local function literal(s) return (s:gsub("%p", "%%%0")) end
 describe("output to S3 on moto", function()
   local job = H.job_writer("S3Moto")
   local moto, env
-  local stop = function() end
 
   setup(function()
     moto = S.moto(H.tmp .. "/" .. H.unique("moto") .. ".log")
     env = moto.env
   end)
   teardown(function() if moto then moto.stop() end end)
-  after_each(function()
-    stop()
-    stop = function() end
-  end)
 
   local function props(bucket, folder, extra) return S.props(bucket, folder, extra, moto) end
 
@@ -78,34 +73,9 @@ describe("output to S3 on moto", function()
     assert.equals(40000, H.stored_offsets(work, "S3Moto")[topic .. ":0"])
   end)
 
-  -- A job through the fault proxy, which lets another client write the key of kingest's first write under FOLDER
-  -- just before handing that write on; EXTRA adds properties. Asserts that the run fails naming the key and that
-  -- the other object stays; returns the job's properties, the key, the topic, the work folder and the records.
   local function refused(name, bucket, folder, lines, extra)
-    local topic = H.topic_with(name, lines)
-    local work = H.workdir(name)
-    local theirs = work .. "/theirs.txt"
-    H.spit(theirs, "someone else's\n")
-    local put = string.format("S3_ENDPOINT=%s AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s python3 %s put "
-      .. "\"$FAULT_BUCKET\" \"$FAULT_KEY\" <%s", H.q(moto.url), H.q(moto.access_key), H.q(moto.secret_key),
-      H.q(H.root .. "/spec/support/s3_tool.py"), H.q(theirs))
-    -- The write: a PutObject, or the CompleteMultipartUpload of a file in parts.
-    local multipart = extra and extra["fs.s3a.multipart.threshold"]
-    local method, match = multipart and "POST" or "PUT", multipart and "?uploadId=" or ("/" .. bucket .. folder .. "/")
-    local endpoint, proxy_log
-    endpoint, proxy_log, stop = S.proxy(work, { "--method", method, "--match", match,
-      "--nth", "1", "--before", "--then", put }, moto.url)
-    local p = props(bucket, folder, extra)
-    p["fs.s3a.endpoint"] = endpoint
-    local last = H.run_fails(job(work, topic, p), work, 1, { "S3 bucket " .. bucket .. " key " .. folder:sub(2)
-      .. "/" .. topic .. "/part.task_S3Moto_", "an object is there already", "If-None-Match: *", "never overwritten" })
-    assert.truthy(proxy_log():find("fault: ran the command before handing on " .. method, 1, true), proxy_log())
-    local key = last:match("key (%S+): ")
-    assert.equals("someone else's\n", S.get(bucket, key, env))
-    assert.is_nil(H.stored_offsets(work, "S3Moto")[topic .. ":0"])
-    stop()
-    p["fs.s3a.endpoint"] = moto.url
-    return p, key, topic, work
+    return S.refused({ job = job, job_name = "S3Moto", name = name, bucket = bucket, folder = folder, lines = lines,
+      extra = extra, server = moto })
   end
 
   it("never overwrites an object another client wrote first: PutObject under If-None-Match is refused, the run "

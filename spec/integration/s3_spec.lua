@@ -147,6 +147,30 @@ describe("output to S3", function()
       assert.is_nil(H.stored_offsets(work, "S3Job")[topic .. ":0"])
     end)
 
+    it("never overwrites an object another client wrote just before its write: If-None-Match refuses PutObject and "
+      .. "CompleteMultipartUpload, the run fails naming the key, and the next run publishes every record once", function()
+      local bucket = S.bucket("refused")
+      local lines = { "r1", "r2", "r3" }
+      local p, key, topic, work = S.refused({ job = job, job_name = "S3Job", name = "s3_refused", bucket = bucket,
+        folder = "/out", lines = lines })
+      H.run_ok(job(work, topic, p), work)
+      local got = {}
+      for _, o in ipairs(S.objects(bucket, "out/")) do
+        if o.key ~= key then
+          for l in S.get(bucket, o.key):gmatch("[^\n]+") do got[#got + 1] = l end
+        end
+      end
+      assert.same(lines, H.sorted(got))
+      assert.equals("someone else's\n", S.get(bucket, key))
+      local big, pad = {}, string.rep("q", 150)
+      for i = 1, 40000 do big[i] = string.format("%05d %s", i, pad) end -- about 6 MB: two parts
+      local mbucket = S.bucket("refusedmp")
+      S.refused({ job = job, job_name = "S3Job", name = "s3_refused_mp", bucket = mbucket, folder = "/big",
+        lines = big, extra = BIG })
+      assert.same({}, S.uploads(mbucket, ""))
+      assert.equals(1, #S.objects(mbucket, ""))
+    end)
+
     it("sweeps the uploads a killed run began and never journalled, and leaves others' alone", function()
       local topic = H.topic_with("s3_orphan", { "o1", "o2" })
       local work = H.workdir("s3_orphan")

@@ -133,6 +133,46 @@ function S.moto(log)
   return server
 end
 
+-- A write refused under If-None-Match: * : the job (O.job, a job writer for the job O.job_name) runs through the
+-- fault proxy, which lets another client write the key of kingest's first write under O.folder of O.bucket just
+-- before handing that write on (a PutObject, or with O.extra's fs.s3a.multipart.threshold the
+-- CompleteMultipartUpload of a file in parts); the topic O.name holds O.lines. Asserts that the run fails naming the
+-- key and the refusal, that the other object stays and that no offset is stored; returns the job's properties
+-- (straight to the server again), the key, the topic and the work folder. O.server: S.moto's or S.own_server's
+-- (default the test server).
+function S.refused(o)
+  local luassert = require("luassert")
+  local server = o.server or { url = S.endpoint(), access_key = S.access_key(), secret_key = S.secret_key() }
+  local env = o.server and o.server.env
+  local topic = H.topic_with(o.name, o.lines)
+  local work = H.workdir(o.name)
+  local theirs = work .. "/theirs.txt"
+  H.spit(theirs, "someone else's\n")
+  local put = string.format("S3_ENDPOINT=%s AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s python3 %s put "
+    .. "\"$FAULT_BUCKET\" \"$FAULT_KEY\" <%s", H.q(server.url), H.q(server.access_key), H.q(server.secret_key),
+    H.q(tool), H.q(theirs))
+  local multipart = o.extra and o.extra["fs.s3a.multipart.threshold"]
+  local method, match = multipart and "POST" or "PUT", multipart and "?uploadId=" or ("/" .. o.bucket .. o.folder .. "/")
+  local endpoint, proxy_log, stop = S.proxy(work, { "--method", method, "--match", match, "--nth", "1", "--before",
+    "--then", put }, server.url)
+  local p = S.props(o.bucket, o.folder, o.extra, o.server)
+  p["fs.s3a.endpoint"] = endpoint
+  local ok, err = pcall(function()
+    local last = H.run_fails(o.job(work, topic, p), work, 1, { "S3 bucket " .. o.bucket .. " key " .. o.folder:sub(2)
+      .. "/" .. topic .. "/part.task_" .. o.job_name .. "_", "an object is there already", "If-None-Match: *",
+      "never overwritten" })
+    luassert.truthy(proxy_log():find("fault: ran the command before handing on " .. method, 1, true), proxy_log())
+    return last
+  end)
+  stop()
+  if not ok then error(err, 0) end
+  local key = err:match("key (%S+): ")
+  luassert.equals("someone else's\n", S.get(o.bucket, key, env))
+  luassert.is_nil(H.stored_offsets(work, o.job_name)[topic .. ":0"])
+  p["fs.s3a.endpoint"] = server.url
+  return p, key, topic, work
+end
+
 -- A free loopback port.
 function S.free_port()
   local _, out = H.sh("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])'")
