@@ -26,15 +26,18 @@ static char *upload_path(const char *dst) {
 
 static bool to_objects(const kg_publish_t *p) { return p->dst->object != NULL; }
 
-/* Whether the object THERE is the one move M wrote: the journalled size and, when the journal knows it, ETag. */
-static bool is_ours(const kg_move_t *m, const kg_fs_object_t *there) {
+/* Whether the object THERE is the one move M wrote: the journalled size and, when the journal knows it, ETag; on a
+ * store that marks its objects (MARKED), the journalled upload id as the object's mark too, since there the ETag is
+ * known only once the object is written and an object of the same size may be anyone's. */
+static bool is_ours(const kg_move_t *m, const kg_fs_object_t *there, bool marked) {
   if (there->size < 0 || there->size != m->size) return false;
+  if (marked && (!m->upload_id || !there->upload_id || strcmp(there->upload_id, m->upload_id))) return false;
   return !m->etag || (there->etag && !strcmp(there->etag, m->etag));
 }
 
-kg_object_decision_t kg_commit_object_decide(const kg_move_t *m, const kg_fs_object_t *there) {
+kg_object_decision_t kg_commit_object_decide(const kg_move_t *m, const kg_fs_object_t *there, bool marked) {
   if (there->size < 0) return KG_OBJECT_WRITE;
-  return is_ours(m, there) ? KG_OBJECT_PUBLISHED : KG_OBJECT_FOREIGN;
+  return is_ours(m, there, marked) ? KG_OBJECT_PUBLISHED : KG_OBJECT_FOREIGN;
 }
 
 /* Writes M's object under If-None-Match: *. An object already there is M's own when it has the journalled size and
@@ -49,7 +52,7 @@ static int publish_object(const kg_publish_t *p, const kg_move_t *m, char **etag
   if (rc && exists) {
     kg_fs_object_t there = {.size = -1};
     char why[KG_ERRLEN];
-    if (!o->head(p->dst, m->dst, &there, why) && is_ours(m, &there)) {
+    if (!o->head(p->dst, m->dst, &there, why) && is_ours(m, &there, o->marks_objects)) {
       rc = KG_OK;
     } else {
       size_t len = strlen(errbuf);
@@ -84,7 +87,7 @@ static int prepare_objects(const kg_publish_t *p, kg_move_t *moves, size_t nmove
     m->size = st.st_size;
     bool multipart = st.st_size >= o->multipart_threshold;
     if (o->expected_etag && (rc = o->expected_etag(p->dst, m->src, multipart, &m->etag, errbuf))) break;
-    if (multipart && (rc = o->upload_begin(p->dst, m->dst, &m->upload_id, errbuf))) break;
+    if ((multipart || o->marks_objects) && (rc = o->upload_begin(p->dst, m->dst, &m->upload_id, errbuf))) break;
   }
   if (rc) {
     for (size_t j = 0; j < nmoves; j++) {
@@ -99,8 +102,8 @@ static int prepare_objects(const kg_publish_t *p, kg_move_t *moves, size_t nmove
  * between beginning an upload and journalling it leaves one, which no journal names. Called with the job lock held
  * and no commit under way, so that every such upload is an orphan. */
 static void sweep_uploads(const kg_publish_t *p) {
-  if (!p->final_dir || !p->job_name) return;
   const kg_fs_object_ops_t *o = p->dst->object;
+  if (!p->final_dir || !p->job_name || !o->list_uploads) return;
   kg_fs_object_t *ups = NULL;
   size_t n = 0;
   char err[KG_ERRLEN];
@@ -153,7 +156,7 @@ static int was_published(const kg_publish_t *p, const kg_move_t *m, bool *done, 
   if (to_objects(p)) {
     kg_fs_object_t there = {.size = -1};
     int rc = p->dst->object->head(p->dst, m->dst, &there, errbuf);
-    *done = !rc && is_ours(m, &there);
+    *done = !rc && is_ours(m, &there, p->dst->object->marks_objects);
     kg_fs_object_clear(&there);
     return rc;
   }
@@ -241,7 +244,7 @@ static int recover_object(kg_state_t *state, const kg_publish_t *p, const char *
   const kg_fs_object_ops_t *o = p->dst->object;
   kg_fs_object_t there = {.size = -1};
   int rc = o->head(p->dst, m->dst, &there, errbuf);
-  kg_object_decision_t decision = kg_commit_object_decide(m, &there);
+  kg_object_decision_t decision = kg_commit_object_decide(m, &there, o->marks_objects);
   if (!rc && decision != KG_OBJECT_WRITE) {
     if (decision == KG_OBJECT_FOREIGN)
       rc = kg_fail(errbuf, KG_EIO,
@@ -257,7 +260,10 @@ static int recover_object(kg_state_t *state, const kg_publish_t *p, const char *
   if (rc) return rc;
   if (m->upload_id) {
     if ((rc = o->abort_upload(p->dst, m->dst, m->upload_id, errbuf))) return rc;
-    KG_INFO("Aborted the unfinished upload %s of %s", m->upload_id, m->dst);
+    if (o->marks_objects) /* every file has an upload there, begun or not */
+      KG_INFO("Writing %s again, as a new upload (not %s)", m->dst, m->upload_id);
+    else
+      KG_INFO("Aborted the unfinished upload %s of %s", m->upload_id, m->dst);
     free(m->upload_id);
     m->upload_id = NULL;
     if ((rc = o->upload_begin(p->dst, m->dst, &m->upload_id, errbuf))) return rc;

@@ -27,14 +27,15 @@ static inline bool kg_publish_crosses(const kg_publish_t *p) { return p->src != 
 
 /* What a recovery does with a journalled move to an object store, given what is at its key (THERE; size -1: nothing):
  * an object with the journalled size and ETag (any ETag when the journal has none) is the move's own, published;
- * another object is someone else's, never overwritten (an error naming the key); nothing there: the journalled
- * upload, if any, is aborted and the file written again. */
+ * on a store that marks its objects with their upload's id (MARKED: kg_fs_object_ops_t.marks_objects) it must also
+ * carry the journalled upload id; another object is someone else's, never overwritten (an error naming the key);
+ * nothing there: the journalled upload, if any, is aborted and the file written again. */
 typedef enum {
   KG_OBJECT_PUBLISHED = 0,
   KG_OBJECT_FOREIGN,
   KG_OBJECT_WRITE,
 } kg_object_decision_t;
-kg_object_decision_t kg_commit_object_decide(const kg_move_t *move, const kg_fs_object_t *there);
+kg_object_decision_t kg_commit_object_decide(const kg_move_t *move, const kg_fs_object_t *there, bool marked);
 
 /* Publishes the files of the tasks that succeeded (job.commit.policy=successful commits those only; with full the
  * job commits only when all did) from task output to their final place on FS, and stores their partitions' new

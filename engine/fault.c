@@ -51,6 +51,7 @@ void kg_test_hooks_warn(void) {
       {"KINGEST_POWERCUT", "the local file system is behind a simulated power loss"},
       {"KINGEST_KAFKA_FAULT", "Kafka queries of the planning fail on purpose"},
       {"KINGEST_MAP_CRASH_AT", "the first attempt of each Hadoop map kills itself at a crash point"},
+      {"KINGEST_S3_CLOCK_SKEW", "requests to S3 are signed with a clock this many seconds off"},
   };
   static atomic_bool warned;
   if (atomic_exchange(&warned, true)) return;

@@ -29,6 +29,10 @@ static const struct {
     {"swebhdfs", webhdfs_open, &kg_webhdfs_section},
     {"s3a", kg_fs_s3_open, &kg_fs_s3_section},
     {"s3", kg_fs_s3_open, &kg_fs_s3_section},
+    {"wasbs", kg_fs_azure_open, &kg_fs_azure_section},
+    {"wasb", kg_fs_azure_open, &kg_fs_azure_section},
+    {"abfss", kg_fs_azure_open, &kg_fs_azure_section},
+    {"abfs", kg_fs_azure_open, &kg_fs_azure_section},
 };
 
 /* The test hook's wrapper of the local backend and its counter of named points (kg_fs_wrap_local). */
@@ -69,6 +73,15 @@ int kg_fs_open_config(const char *uri, const char *property, const kg_config_t *
                    "webhdfs://HOST:PORT with PORT the NameNode's HTTP port (dfs.namenode.http-address, 9870 by "
                    "default)",
                    property, uri);
+  if (n == 2 && !strncmp(uri, "gs", 2)) {
+    const char *bucket = uri + 3 + strspn(uri + 3, "/");
+    int len = (int)strcspn(bucket, "/");
+    return kg_fail(errbuf, KG_EINVAL,
+                   "property %s=%s: kingest reaches Google Cloud Storage through its S3-compatible XML API: use "
+                   "s3a://%.*s with fs.s3a.endpoint=https://storage.googleapis.com and an HMAC key as "
+                   "fs.s3a.access.key and fs.s3a.secret.key",
+                   property, uri, len ? len : 6, len ? bucket : "BUCKET");
+  }
   char schemes[128] = "";
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
     strncat(schemes, i ? ", " : "", sizeof schemes - strlen(schemes) - 1);
@@ -210,7 +223,9 @@ static const kg_property_t rows[] = {
      .def_doc = "writer.fs.uri's",
      .doc = "File system of the final folder. When it is the writer's, a file is published by a rename; when the "
             "writer's is local and this one is HDFS (`webhdfs://`), the commit uploads each file next to its final "
-            "path (as `_<name>._COPYING_`) and renames it there, exactly once as well ([HDFS](#hdfs))."},
+            "path (as `_<name>._COPYING_`) and renames it there, exactly once as well ([HDFS](#hdfs)); when it is an "
+            "object store (`s3a://BUCKET`, `wasbs://CONTAINER@ACCOUNT.blob.core.windows.net`), each file is written "
+            "once to its final key under `If-None-Match: *` ([Object storage](#object-storage))."},
     {.name = "state.store.fs.uri",
      .type = KG_PROP_STRING,
      .set = check_uri,

@@ -105,7 +105,8 @@ typedef struct {
   char *path;      /* the file system path of its key */
   int64_t size;    /* bytes; -1 when not known (an unfinished upload) */
   char *etag;      /* the store's ETag, without quotes; NULL when not known */
-  char *upload_id; /* an unfinished upload's id; NULL for an object */
+  char *upload_id; /* an unfinished upload's id; for an object of a store that marks its objects (marks_objects),
+                      the id of the upload that wrote it as the object carries it; else NULL */
 } kg_fs_object_t;
 
 void kg_fs_object_clear(kg_fs_object_t *object);                /* frees the strings of OBJECT and zeroes it */
@@ -116,6 +117,11 @@ struct kg_fs_object_ops {
   int64_t part_size;           /* bytes of each part but the last */
   int concurrency;             /* parts of one upload sent at once; memory is at most PART_SIZE times this per upload
                                   (a backend that sends parts from the file by pread needs far less) */
+  /* Each object carries the id of the upload that wrote it (Azure's x-ms-meta-kingestupload), which head gives back
+   * in OUT->upload_id: the commit begins an upload for every file, however small (put_new then writes a small one in
+   * one request still, marked with the id), and knows its own objects by the mark, for a store whose ETag cannot be
+   * foreseen. */
+  bool marks_objects;
   /* The ETag the store will give LOCAL_PATH written as one object (MULTIPART false) or in parts of PART_SIZE, into
    * *ETAG (new, or NULL when the store's ETag cannot be told before it is written, as with SSE-KMS). NULL: never
    * known before. */
@@ -124,7 +130,8 @@ struct kg_fs_object_ops {
    * it. */
   int (*upload_begin)(kg_fs_t *fs, const char *path, char **upload_id, char *errbuf);
   /* Writes local file LOCAL_PATH to PATH unless something is there: in one request when UPLOAD_ID is NULL, else as
-   * the parts of upload UPLOAD_ID, which it completes. Both under If-None-Match: *. Fills *OUT (path, size, etag) on
+   * the parts of upload UPLOAD_ID, which it completes (a store that marks its objects writes a file smaller than a
+   * part in one request, marked UPLOAD_ID). Both under If-None-Match: *. Fills *OUT (path, size, etag) on
    * success. When the key exists (412, or 409 for a store that says so), *EXISTS is true and the call fails with
    * KG_EIO naming the key; the upload UPLOAD_ID is then left for the caller to abort. */
   int (*put_new)(kg_fs_t *fs, const char *local_path, const char *path, const char *upload_id, kg_fs_object_t *out,
@@ -134,7 +141,8 @@ struct kg_fs_object_ops {
   /* Every object whose path starts with PREFIX (no delimiter: the whole tree), in key order: *OUT a new array
    * (kg_fs_objects_free). */
   int (*list)(kg_fs_t *fs, const char *prefix, kg_fs_object_t **out, size_t *count, char *errbuf);
-  /* Every unfinished upload whose path starts with PREFIX (path and upload_id), as list. */
+  /* Every unfinished upload whose path starts with PREFIX (path and upload_id), as list. NULL for a store where a
+   * killed run leaves nothing to sweep (its uploads begin with no request, and their parts cannot be dropped). */
   int (*list_uploads)(kg_fs_t *fs, const char *prefix, kg_fs_object_t **out, size_t *count, char *errbuf);
   /* Aborts upload UPLOAD_ID of PATH, dropping its parts; one that is gone already is fine. */
   int (*abort_upload)(kg_fs_t *fs, const char *path, const char *upload_id, char *errbuf);
@@ -204,6 +212,13 @@ void kg_fs_webhdfs_use_token(const char *token);
  * OPTIONS are the section's (kg_s3_options_t), NULL for their defaults. */
 int kg_fs_s3_open(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
 extern const kg_config_section_t kg_fs_s3_section;
+/* fs_azure.c's entry in the registry: Azure Blob Storage, wasbs://CONTAINER@ACCOUNT.blob.core.windows.net (wasb://
+ * over plain HTTP; abfss:// and abfs:// with ACCOUNT.dfs.core.windows.net, through the same Blob API), an object store
+ * (its OBJECT calls; no rename). OPTIONS are its section's (kg_fs_azure_section: the account keys, the endpoint, the
+ * block size, the retries); NULL for their defaults and no key, enough to check a URI. Each open makes a new kg_fs_t.
+ */
+int kg_fs_azure_open(const char *uri, const void *options, kg_fs_t **out, char *errbuf);
+extern const kg_config_section_t kg_fs_azure_section;
 /* Fault injection for tests (as SQLite's xSetSystemCall): the local backend calls FSYNC instead of fsync(2)
  * from now on; NULL puts fsync(2) back. Not thread-safe: set it while nothing else uses the file system. */
 void kg_fs_local_set_fsync(int (*fsync_fn)(int fd));

@@ -332,6 +332,7 @@ typedef struct {
   int64_t creds_expire_s; /* temporary credentials (STS, metadata) are fetched again a few minutes before; 0: never */
   char creds_error[KG_ERRLEN];
   long long skew_s; /* KINGEST_S3_CLOCK_SKEW: seconds added to the signing clock (a test hook) */
+  bool gcs;         /* the endpoint is Google Cloud Storage's XML API, whose writes take x-goog-if-generation-match */
 } s3_t;
 
 static s3_t *s3_of(kg_fs_t *fs) { return fs->data; }
@@ -954,6 +955,8 @@ static int s3_put_new(kg_fs_t *fs, const char *local_path, const char *path, con
   }
   kg_http_headers_t h = {0};
   kg_http_headers_add(&h, "If-None-Match", "*");
+  /* Google's XML API honours If-None-Match on reads only; generation 0 is its "no object there" for a write. */
+  if (s->gcs) kg_http_headers_add(&h, "x-goog-if-generation-match", "0");
   kg_http_response_t r = {0};
   int rc;
   if (!upload_id) {
@@ -1370,6 +1373,7 @@ int kg_fs_s3_open(const char *uri, const void *options, kg_fs_t **out, char *err
     endpoint = with;
   }
   const char *host = strstr(endpoint, "://") + 3;
+  s->gcs = !strncmp(host, "storage.googleapis.com", 22) && strchr(":/", host[22] ? host[22] : '/');
   bool path_style = s->o.path_style || (strchr(s->bucket, '.') && !strncmp(endpoint, "https", 5));
   if (path_style) {
     s->base = kg_xstrdup(endpoint);

@@ -515,13 +515,14 @@ static void one_try(CURL *curl, const kg_http_request_t *req, int attempt, int64
   kg_http_headers_t signed_headers = {0};
   if (req->auth.sign) {
     char why[KG_ERRLEN] = "";
-    int rc = body_hash[0] ? KG_OK : body_sha256(&req->body, body_hash, why);
+    int rc = body_hash[0] || req->auth.sign_unhashed ? KG_OK : body_sha256(&req->body, body_hash, why);
     if (!rc) {
       static const char *const none[] = {NULL};
       kg_http_signing_t s = {.method = req->method ? req->method : "GET",
                              .url = req->url,
                              .headers = req->headers ? req->headers : none,
                              .body_sha256 = body_hash,
+                             .body_len = req->body.kind == KG_HTTP_BODY_NONE ? 0 : req->body.len,
                              .attempt = attempt};
       rc = req->auth.sign(req->auth.sign_arg, &s, &signed_headers, why);
     }

@@ -99,7 +99,9 @@ typedef struct {
   const char *method;
   const char *url;
   const char *const *headers; /* the request's own header lines, NULL-terminated */
-  const char *body_sha256;    /* the body's SHA-256 as 64 lowercase hex digits (that of no bytes without a body) */
+  const char *body_sha256;    /* the body's SHA-256 as 64 lowercase hex digits (that of no bytes without a body); ""
+                                 for a signer that hashes no body (kg_http_auth_t.sign_unhashed) */
+  int64_t body_len;           /* bytes of the body (its Content-Length); 0 without one */
   int attempt;                /* 1 for the first try: each try is signed again (signatures carry the time) */
 } kg_http_signing_t;
 
@@ -124,6 +126,8 @@ typedef struct {
   const char *token;      /* BEARER */
   kg_http_signer_fn sign; /* with any kind: called before each try; NULL: none */
   void *sign_arg;
+  bool sign_unhashed; /* SIGN reads no body_sha256 (Azure's Shared Key signs the length, not the bytes): the body is
+                         not hashed */
 } kg_http_auth_t;
 
 typedef struct kg_http_response kg_http_response_t;

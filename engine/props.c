@@ -129,6 +129,8 @@ bool kg_props_is_secret(const char *key, const char *value) {
       return true;
     if (i + 1 < n && !strcmp(w, "user") && !strcmp(words[i + 1], "info")) return true;
     if (i + 1 < n && !strcmp(w, "oauthbearer") && !strcmp(words[i + 1], "config")) return true;
+    /* fs.azure.account.key.ACCOUNT.blob.core.windows.net: the name ends with the account's host. */
+    if (i + 1 < n && !strcmp(w, "account") && !strcmp(words[i + 1], "key")) return true;
   }
   if (n) {
     const char *last = words[n - 1];

@@ -35,3 +35,28 @@ void kg_sha256_hex(const void *data, size_t len, char hex[2 * KG_SHA256_SIZE + 1
   kg_sha256_final(&s, digest);
   kg_sha256_to_hex(digest, hex);
 }
+
+void kg_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len, uint8_t out[KG_SHA256_SIZE]) {
+  uint8_t block[64] = {0}, inner[KG_SHA256_SIZE];
+  kg_sha256_t s;
+  if (key_len > sizeof block) { /* a key longer than a block is hashed first (RFC 2104) */
+    kg_sha256_init(&s);
+    kg_sha256_update(&s, key, key_len);
+    kg_sha256_final(&s, block);
+  } else if (key_len) {
+    memcpy(block, key, key_len);
+  }
+  uint8_t pad[64];
+  for (size_t i = 0; i < sizeof pad; i++)
+    pad[i] = block[i] ^ 0x36;
+  kg_sha256_init(&s);
+  kg_sha256_update(&s, pad, sizeof pad);
+  kg_sha256_update(&s, data, len);
+  kg_sha256_final(&s, inner);
+  for (size_t i = 0; i < sizeof pad; i++)
+    pad[i] = block[i] ^ 0x5c;
+  kg_sha256_init(&s);
+  kg_sha256_update(&s, pad, sizeof pad);
+  kg_sha256_update(&s, inner, sizeof inner);
+  kg_sha256_final(&s, out);
+}

@@ -1,4 +1,5 @@
-/* sha256.h: SHA-256 (FIPS 180-4), for the digests HTTP request signers need (http.h: the body's hash). */
+/* sha256.h: SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), for the digests and signatures HTTP request signers
+ * need (http.h: the body's hash; SigV4, Azure's Shared Key). */
 #ifndef KG_SHA256_H
 #define KG_SHA256_H
 
@@ -23,5 +24,9 @@ void kg_sha256_final(kg_sha256_t *s, uint8_t out[KG_SHA256_SIZE]);
 void kg_sha256_hex(const void *data, size_t len, char hex[2 * KG_SHA256_SIZE + 1]);
 /* DIGEST as 64 lowercase hex digits and a NUL into HEX. */
 void kg_sha256_to_hex(const uint8_t digest[KG_SHA256_SIZE], char hex[2 * KG_SHA256_SIZE + 1]);
+
+/* HMAC-SHA256 of the LEN bytes at DATA with the KEY_LEN bytes of KEY (RFC 2104), into OUT, which may be KEY (SigV4's
+ * chain of keys). */
+void kg_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len, uint8_t out[KG_SHA256_SIZE]);
 
 #endif

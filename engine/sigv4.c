@@ -8,31 +8,6 @@
 
 #include "sha256.h"
 
-/* HMAC-SHA256 (RFC 2104) of LEN bytes of MSG under KEY (KEYLEN bytes) into OUT. */
-static void hmac(const void *key, size_t keylen, const void *msg, size_t len, uint8_t out[KG_SHA256_SIZE]) {
-  uint8_t k[64] = {0}, pad[64], inner[KG_SHA256_SIZE];
-  kg_sha256_t s;
-  if (keylen > sizeof k) {
-    kg_sha256_init(&s);
-    kg_sha256_update(&s, key, keylen);
-    kg_sha256_final(&s, k);
-  } else {
-    memcpy(k, key, keylen);
-  }
-  for (size_t i = 0; i < 64; i++)
-    pad[i] = k[i] ^ 0x36;
-  kg_sha256_init(&s);
-  kg_sha256_update(&s, pad, 64);
-  kg_sha256_update(&s, msg, len);
-  kg_sha256_final(&s, inner);
-  for (size_t i = 0; i < 64; i++)
-    pad[i] = k[i] ^ 0x5c;
-  kg_sha256_init(&s);
-  kg_sha256_update(&s, pad, 64);
-  kg_sha256_update(&s, inner, sizeof inner);
-  kg_sha256_final(&s, out);
-}
-
 void kg_sigv4_date(long long now_s, char out[17]) {
   time_t t = (time_t)now_s;
   struct tm tm;
@@ -138,11 +113,11 @@ int kg_sigv4_sign(const char *method, const char *url, const char *const *header
   char *to_sign = kg_xasprintf("AWS4-HMAC-SHA256\n%s\n%s\n%s", amz_date, scope, creq_hash);
   char *k0 = kg_xasprintf("AWS4%s", keys->secret_key);
   uint8_t k[KG_SHA256_SIZE], sig[KG_SHA256_SIZE];
-  hmac(k0, strlen(k0), day, strlen(day), k);
-  hmac(k, sizeof k, region, strlen(region), k);
-  hmac(k, sizeof k, service, strlen(service), k);
-  hmac(k, sizeof k, "aws4_request", 12, k);
-  hmac(k, sizeof k, to_sign, strlen(to_sign), sig);
+  kg_hmac_sha256(k0, strlen(k0), day, strlen(day), k);
+  kg_hmac_sha256(k, sizeof k, region, strlen(region), k);
+  kg_hmac_sha256(k, sizeof k, service, strlen(service), k);
+  kg_hmac_sha256(k, sizeof k, "aws4_request", 12, k);
+  kg_hmac_sha256(k, sizeof k, to_sign, strlen(to_sign), sig);
   char sig_hex[2 * KG_SHA256_SIZE + 1];
   kg_sha256_to_hex(sig, sig_hex);
   memset(k0, 0, strlen(k0));

@@ -46,10 +46,14 @@ static void test_registry(void) {
   CHECK(fs == kg_fs_local());
   CHECK_INT(kg_fs_open("", "fs.uri", &fs, err), KG_OK);
   CHECK(fs == kg_fs_local());
-  CHECK_INT(kg_fs_open("gs://bucket/", "writer.fs.uri", &fs, err), KG_EINVAL);
+  CHECK_INT(kg_fs_open("ftp://host/", "writer.fs.uri", &fs, err), KG_EINVAL);
   CHECK(fs == NULL);
-  CHECK_CONTAINS(err, "writer.fs.uri=gs://bucket/");
-  CHECK_CONTAINS(err, "(kingest has: file, webhdfs, swebhdfs, s3a, s3)");
+  CHECK_CONTAINS(err, "writer.fs.uri=ftp://host/");
+  CHECK_CONTAINS(err, "(kingest has: file, webhdfs, swebhdfs, s3a, s3, wasbs, wasb, abfss, abfs)");
+  /* gs:// is Google's own API: the error points at its S3-compatible one. */
+  CHECK_INT(kg_fs_open("gs://bucket/", "data.publisher.fs.uri", &fs, err), KG_EINVAL);
+  CHECK_CONTAINS(err, "data.publisher.fs.uri=gs://bucket/: kingest reaches Google Cloud Storage through its "
+                      "S3-compatible XML API: use s3a://bucket with fs.s3a.endpoint=https://storage.googleapis.com");
   /* hdfs:// is HDFS's RPC protocol, which kingest does not speak: the error points at WebHDFS. */
   CHECK_INT(kg_fs_open("hdfs://namenode:8020/", "writer.fs.uri", &fs, err), KG_EINVAL);
   CHECK_CONTAINS(err, "writer.fs.uri=hdfs://namenode:8020/");

@@ -219,16 +219,16 @@ static void test_recovery_decisions(void) {
   kg_move_t m = {.src = "/t/part.0.txt", .dst = "/out/part.0.txt", .size = 42, .etag = "abc"};
   kg_fs_object_t none = {.size = -1}, same = {.size = 42, .etag = "abc"}, other_etag = {.size = 42, .etag = "def"},
                  other_size = {.size = 41, .etag = "abc"}, no_etag = {.size = 42};
-  CHECK_INT(kg_commit_object_decide(&m, &none), KG_OBJECT_WRITE);
-  CHECK_INT(kg_commit_object_decide(&m, &same), KG_OBJECT_PUBLISHED);
-  CHECK_INT(kg_commit_object_decide(&m, &other_etag), KG_OBJECT_FOREIGN);
-  CHECK_INT(kg_commit_object_decide(&m, &other_size), KG_OBJECT_FOREIGN);
-  CHECK_INT(kg_commit_object_decide(&m, &no_etag), KG_OBJECT_FOREIGN);
+  CHECK_INT(kg_commit_object_decide(&m, &none, false), KG_OBJECT_WRITE);
+  CHECK_INT(kg_commit_object_decide(&m, &same, false), KG_OBJECT_PUBLISHED);
+  CHECK_INT(kg_commit_object_decide(&m, &other_etag, false), KG_OBJECT_FOREIGN);
+  CHECK_INT(kg_commit_object_decide(&m, &other_size, false), KG_OBJECT_FOREIGN);
+  CHECK_INT(kg_commit_object_decide(&m, &no_etag, false), KG_OBJECT_FOREIGN);
   /* A journal that could not foresee the ETag (SSE-KMS) knows its object by its size. */
   kg_move_t kms = {.src = "/t/a", .dst = "/out/a", .size = 42, .etag = NULL, .upload_id = "u1"};
-  CHECK_INT(kg_commit_object_decide(&kms, &other_etag), KG_OBJECT_PUBLISHED);
-  CHECK_INT(kg_commit_object_decide(&kms, &other_size), KG_OBJECT_FOREIGN);
-  CHECK_INT(kg_commit_object_decide(&kms, &none), KG_OBJECT_WRITE);
+  CHECK_INT(kg_commit_object_decide(&kms, &other_etag, false), KG_OBJECT_PUBLISHED);
+  CHECK_INT(kg_commit_object_decide(&kms, &other_size, false), KG_OBJECT_FOREIGN);
+  CHECK_INT(kg_commit_object_decide(&kms, &none, false), KG_OBJECT_WRITE);
 }
 
 int main(void) {

@@ -282,7 +282,7 @@ describe("kingest validate", function()
     local path = job(dir, {})
     local hooks = { KINGEST_CRASH_AT = "publish:2", KINGEST_FAULT = "publish.move:1,state.finish.busy",
                     KINGEST_POWERCUT = "0", KINGEST_KAFKA_FAULT = "offsets:NOT_LEADER_FOR_PARTITION:3",
-                    KINGEST_MAP_CRASH_AT = "map:1" }
+                    KINGEST_MAP_CRASH_AT = "map:1", KINGEST_S3_CLOCK_SKEW = "-3600" }
     local code, out, err = kingest(dir, { "validate", path }, nil, hooks)
     assert.are.equal(0, code, err)
     assert.are.equal("OK", last_line(out))
@@ -292,6 +292,7 @@ describe("kingest validate", function()
       KINGEST_POWERCUT = "the local file system is behind a simulated power loss",
       KINGEST_KAFKA_FAULT = "Kafka queries of the planning fail on purpose",
       KINGEST_MAP_CRASH_AT = "the first attempt of each Hadoop map kills itself at a crash point",
+      KINGEST_S3_CLOCK_SKEW = "requests to S3 are signed with a clock this many seconds off",
     }
     for name, value in pairs(hooks) do
       local lines = H.grep(err, " WARN Test hook " .. name .. "=")
