@@ -7,6 +7,7 @@
  * favour of EVP, which allocates a context per digest. */
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
+#include <string.h>
 
 _Static_assert(sizeof(SHA256_CTX) <= sizeof(((kg_sha256_t *)0)->opaque), "kg_sha256_t holds a SHA256_CTX");
 
