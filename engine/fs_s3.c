@@ -411,6 +411,15 @@ static void s3_reason(const kg_http_response_t *r, char *out, size_t size) {
                      out, size);
 }
 
+/* S3's error document and, when the request was tried more than once, the tries (" (3 attempts in 0.7 s, as many as
+ * allowed)"): the reason of an answer its caller judges (any_status). */
+static void s3_reason_tried(const kg_http_response_t *r, char *out, size_t size) {
+  s3_reason(r, out, size);
+  size_t used = strlen(out);
+  kg_http_retry_t retry = {0}; /* S3's requests have no deadline, the only part of the policy the words need */
+  if (used + 1 < size) kg_http_tries_said(&retry, r, out + used, size - used);
+}
+
 /* ---- the credential chain ---------------------------------------------------------------------------------- */
 
 /* Notes the secrets of C as the job's secrets: masked wherever a message or a file could show them. */
@@ -787,7 +796,7 @@ static int s3_head(kg_fs_t *fs, const char *path, kg_fs_object_t *out, char *err
     out->etag = etag_of(&r);
   } else if (!rc && r.status != 404) {
     char reason[KG_ERRLEN];
-    s3_reason(&r, reason, sizeof reason);
+    s3_reason_tried(&r, reason, sizeof reason);
     rc = kg_fail(errbuf, KG_EIO, "S3 bucket %s key %s: HEAD: %s", s->bucket, key_of(path), reason);
   }
   kg_http_response_free(&r);
@@ -1021,7 +1030,7 @@ static int s3_put_new(kg_fs_t *fs, const char *local_path, const char *path, con
                  s->bucket, key, r.status);
   } else if (!rc) {
     char reason[KG_ERRLEN];
-    s3_reason(&r, reason, sizeof reason);
+    s3_reason_tried(&r, reason, sizeof reason);
     rc = kg_fail(errbuf, KG_EIO, "S3 bucket %s key %s: %s: %s", s->bucket, key,
                  upload_id ? "CompleteMultipartUpload" : "PutObject", reason);
   }
@@ -1135,7 +1144,7 @@ static int s3_abort_upload(kg_fs_t *fs, const char *path, const char *upload_id,
   int rc = s3_perform(s, &call, &r, errbuf);
   if (!rc && r.status / 100 != 2 && r.status != 404) {
     char reason[KG_ERRLEN];
-    s3_reason(&r, reason, sizeof reason);
+    s3_reason_tried(&r, reason, sizeof reason);
     rc = kg_fail(errbuf, KG_EIO, "S3 bucket %s key %s: AbortMultipartUpload %s: %s", s->bucket, key_of(path), upload_id,
                  reason);
   }
@@ -1150,7 +1159,7 @@ static int s3_remove(kg_fs_t *fs, const char *path, char *errbuf) {
   int rc = s3_perform(s3_of(fs), &call, &r, errbuf);
   if (!rc && r.status / 100 != 2 && r.status != 404) {
     char reason[KG_ERRLEN];
-    s3_reason(&r, reason, sizeof reason);
+    s3_reason_tried(&r, reason, sizeof reason);
     rc = kg_fail(errbuf, KG_EIO, "S3 bucket %s key %s: DELETE: %s", s3_of(fs)->bucket, key_of(path), reason);
   }
   kg_http_response_free(&r);

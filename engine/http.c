@@ -630,12 +630,11 @@ static int check_request(const kg_http_request_t *req, const char *method, const
   return KG_OK;
 }
 
-/* " (N attempts in S s...)" after a message, when there was more than one try or the policy stopped them. */
-static void tries_said(const kg_http_request_t *req, const kg_http_response_t *r, char *out, size_t size) {
+void kg_http_tries_said(const kg_http_retry_t *retry, const kg_http_response_t *r, char *out, size_t size) {
   out[0] = 0;
   if (r->attempts <= 1 && r->stop == KG_HTTP_STOP_DONE) return;
   char tail[160] = "";
-  double bound = (double)(req->retry.deadline_ms > 0 ? req->retry.deadline_ms : 0) / 1000.0;
+  double bound = (double)(retry->deadline_ms > 0 ? retry->deadline_ms : 0) / 1000.0;
   if (r->stop == KG_HTTP_STOP_ATTEMPTS)
     snprintf(tail, sizeof tail, ", as many as allowed");
   else if (r->stop == KG_HTTP_STOP_DEADLINE && r->retry_after_s >= 0 && r->next_wait_ms == r->retry_after_s * 1000)
@@ -706,13 +705,18 @@ int kg_http_perform(kg_http_t *http, const kg_http_request_t *req, kg_http_respo
       r->elapsed_ms = now - started;
       break;
     }
-    char what[64];
-    if (r->status)
+    /* The server's reason when it has its own error shape (S3's "HTTP 503 SlowDown: ..."), else the status. */
+    char what[KG_ERRLEN];
+    if (r->status && req->reason)
+      req->reason(r, what, sizeof what);
+    else if (r->status)
       snprintf(what, sizeof what, "HTTP %ld", r->status);
     else
       snprintf(what, sizeof what, "%s", r->cause);
-    KG_DEBUG("%s %s %s: %s; trying again in %lld ms", req->service ? req->service : "HTTP", method, shown, what,
-             (long long)wait);
+    char of[32] = "";
+    if (p->attempts > 0) snprintf(of, sizeof of, " of %d", p->attempts);
+    KG_DEBUG("%s %s %s: %s; trying again in %lld ms (attempt %d%s)", req->service ? req->service : "HTTP", method,
+             shown, what, (long long)wait, attempt + 1, of);
     if (!pause_ms(wait, p->interruptible)) {
       r->stop = KG_HTTP_STOP_SIGNAL;
       break;
@@ -728,7 +732,7 @@ int kg_http_perform(kg_http_t *http, const kg_http_request_t *req, kg_http_respo
   }
   if (!http) curl_easy_cleanup(curl);
   char tries[256];
-  tries_said(req, r, tries, sizeof tries);
+  kg_http_tries_said(&req->retry, r, tries, sizeof tries);
   if (!r->status) return kg_fail(errbuf, KG_EIO, "%s %s: %s%s", method, shown, r->error, tries);
   if (req->any_status || r->status < 400) return KG_OK;
   char reason[KG_ERRLEN];

@@ -277,4 +277,8 @@ void kg_http_shown_url(const char *url, char *out, size_t size);
  * bytes at most) after ": " when there is one; without an answer, what went wrong. */
 void kg_http_reason(const kg_http_response_t *response, char *out, size_t size);
 
+/* " (N attempts in S s...)", the tries RESPONSE took under RETRY, into OUT (SIZE bytes), as kg_http_perform's errors
+ * end; "" after one try that the policy did not stop. For a caller that judges an answer itself (any_status). */
+void kg_http_tries_said(const kg_http_retry_t *retry, const kg_http_response_t *response, char *out, size_t size);
+
 #endif

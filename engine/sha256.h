@@ -8,12 +8,11 @@
 
 #define KG_SHA256_SIZE 32 /* bytes of a digest */
 
-/* A digest being computed: kg_sha256_init, kg_sha256_update as often as needed, kg_sha256_final. */
+/* A digest being computed: kg_sha256_init, kg_sha256_update as often as needed, kg_sha256_final. Room for
+ * libcrypto's context (which computes it, with the CPU's SHA instructions where it has them), so that nothing is
+ * allocated and there is nothing to free. */
 typedef struct {
-  uint32_t h[8];
-  uint64_t bytes;    /* bytes hashed so far */
-  uint8_t block[64]; /* the partial block */
-  size_t fill;       /* bytes in BLOCK */
+  _Alignas(8) unsigned char opaque[128];
 } kg_sha256_t;
 
 void kg_sha256_init(kg_sha256_t *s);

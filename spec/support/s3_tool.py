@@ -9,6 +9,7 @@ S3_ENDPOINT with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY when set (moto).
   s3_tool.py uploads BUCKET PREFIX      the unfinished multipart uploads under PREFIX as JSON lines: {"key", "id"}
   s3_tool.py begin BUCKET KEY           begin a multipart upload, print its id
   s3_tool.py dump BUCKET PREFIX         every object under PREFIX as JSON lines: {"key", "size", "body"} (text)
+  s3_tool.py count BUCKET PREFIX        the number of lines in the objects under PREFIX
   s3_tool.py records BUCKET PREFIX      the records of every object under PREFIX, one JSON line per object:
                                         {"key", "records"}: text lines (gzip undone) or Avro records (fastavro)
 """
@@ -55,6 +56,13 @@ def main(argv):
             for o in page.get("Contents", []):
                 body = s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
                 print(json.dumps({"key": o["Key"], "size": o["Size"], "body": body.decode("utf-8", "replace")}))
+    elif cmd == "count":
+        lines = 0
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=argv[3]):
+            for o in page.get("Contents", []):
+                for chunk in s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].iter_chunks(1 << 20):
+                    lines += chunk.count(b"\n")
+        print(lines)
     elif cmd == "records":
         import gzip
         import io
