@@ -244,6 +244,31 @@ describe("Kafka's security mechanisms", function()
     end)
   end)
 
+  it("fails at once on a broker certificate that has expired, naming it", function()
+    -- A TLS server of OpenSSL's own with a certificate that ended yesterday: the handshake, where the client checks
+    -- it, is what the broker's would be.
+    local dir = H.workdir("expired_cert")
+    local function ok(cmd) local code, _, err = H.sh(cmd) assert(code == 0, cmd .. ": " .. err) end
+    ok(("cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 30 "
+      .. "-subj '/CN=expired test CA' 2>&1 && openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr "
+      .. "-subj /CN=localhost 2>&1 && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' >ext && "
+      .. "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days -1 "
+      .. "-extfile ext 2>&1"):format(H.q(dir)))
+    local _, port = H.sh([[python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); ]]
+      .. [[print(s.getsockname()[1])']])
+    port = assert(tonumber(port:match("%d+")))
+    local _, pid = H.sh(("cd %s && openssl s_server -accept 127.0.0.1:%d -cert srv.pem -key srv.key -quiet "
+      .. ">server.log 2>&1 </dev/null & echo $!"):format(H.q(dir), port))
+    finally(function() os.execute("kill " .. pid:match("%d+") .. " 2>/dev/null") end)
+    assert.truthy(H.wait_until(function()
+      return H.sh("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" .. port .. "' 2>/dev/null") == 0
+    end, 10), "openssl s_server did not listen")
+    local c = secured_job("expired", "localhost:" .. port, { ["kafka.consumer.security.protocol"] = "SSL",
+      ["kafka.consumer.ssl.ca.location"] = dir .. "/ca.pem" })
+    refused(c, nil, { "security.protocol=SSL", "broker localhost:" .. port .. ":",
+      "the broker's certificate (subject=/CN=localhost, issuer=/CN=expired test CA) has expired" })
+  end)
+
   describe("SASL_PLAINTEXT with GSSAPI", function()
     it("pulls every record exactly once with the client's keytab", function()
       assert.is_not_nil(S.sasl_plaintext, "the secured broker has no GSSAPI listener (scripts/kafka start --secure --kdc)")
